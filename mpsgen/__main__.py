@@ -1,0 +1,3 @@
+from mpsgen.cli import main
+
+main()

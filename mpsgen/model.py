@@ -1,0 +1,64 @@
+"""The data mpsgen passes around: frozen, printable, comparable in tests."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A place in the checkout: a path relative to its root (POSIX separators) and a 1-based line."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing a plan does, for the report: `kind` is a short tag (`dispatch`, `functor`,
+    `register`, `host-stub`, `remove-function`, `remove-include`, `xfail`, ...)."""
+
+    kind: str
+    location: Location
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.kind}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """The whole before/after text of one file the plan changes."""
+
+    path: str
+    before: str
+    after: str
+    before_sha256: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a command would do: file edits (only changed files), the report items, and notes for the
+    user (next steps, things reported but left alone)."""
+
+    root: str
+    edits: tuple[FileEdit, ...] = ()
+    changes: tuple[Change, ...] = ()
+    notes: tuple[str, ...] = ()
+    ops: tuple[str, ...] = field(default=())
+
+    @property
+    def empty(self) -> bool:
+        return not self.edits
