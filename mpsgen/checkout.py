@@ -1,0 +1,133 @@
+"""A PyTorch checkout on disk, and the in-memory Workspace a plan is built on."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Change, FileEdit, Location, Plan, sha256_text
+
+NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
+NATIVE_DIR = "aten/src/ATen/native"
+MPS_DIR = "aten/src/ATen/native/mps"
+KERNELS_DIR = "aten/src/ATen/native/mps/kernels"
+OPERATIONS_DIR = "aten/src/ATen/native/mps/operations"
+C10_METAL_DIR = "c10/metal"
+COMMON_MPS = "torch/testing/_internal/common_mps.py"
+COMMON_METHODS = "torch/testing/_internal/common_methods_invocations.py"
+
+
+class Checkout:
+    """The root of a PyTorch source tree. Reads are lazy and cached; the cache keys on the path only,
+    because one command reads each file once."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._texts: dict[str, str] = {}
+
+    @classmethod
+    def find(cls, explicit: str | os.PathLike | None = None, start: Path | None = None) -> Checkout:
+        """With -C PATH, PATH must be a checkout; otherwise search upward from `start` (the CWD)."""
+        if explicit is not None:
+            root = Path(explicit).resolve()
+            if not root.is_dir():
+                raise MpsgenError(f"{explicit}: no such directory", hint="pass a PyTorch checkout to -C")
+            if not (root / NATIVE_FUNCTIONS).is_file():
+                raise MpsgenError(
+                    f"{explicit} is not a PyTorch checkout: {NATIVE_FUNCTIONS} is missing",
+                    hint="pass the checkout's top directory to -C",
+                )
+            return cls(root)
+        here = (start or Path.cwd()).resolve()
+        for candidate in (here, *here.parents):
+            if (candidate / NATIVE_FUNCTIONS).is_file():
+                return cls(candidate)
+        raise MpsgenError(
+            f"not inside a PyTorch checkout (no {NATIVE_FUNCTIONS} in {here} or above)",
+            hint="run mpsgen inside a checkout or pass -C PATH",
+        )
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def exists(self, rel: str) -> bool:
+        return (self.root / rel).is_file()
+
+    def read(self, rel: str) -> str:
+        """The file's text, decoded as UTF-8 with its line endings exactly as on disk."""
+        if rel not in self._texts:
+            self._texts[rel] = read_text(self.root, rel)
+        return self._texts[rel]
+
+    def glob(self, rel_dir: str, pattern: str) -> list[str]:
+        base = self.root / rel_dir
+        if not base.is_dir():
+            return []
+        return sorted(f"{rel_dir}/{p.name}" for p in base.glob(pattern) if p.is_file())
+
+
+def read_text(root: Path, rel: str) -> str:
+    path = root / rel
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise MpsgenError(f"{rel}: file not found", hint="is the checkout complete?") from None
+    except PermissionError:
+        raise MpsgenError(f"{rel}: permission denied", hint="make the file readable") from None
+    except IsADirectoryError:
+        raise MpsgenError(f"{rel}: is a directory, expected a file") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise MpsgenError(
+            f"not valid UTF-8 (byte {exc.start})",
+            location=Location(rel, line),
+            hint="save the file as UTF-8",
+        ) from None
+
+
+@dataclass
+class Workspace:
+    """An overlay over a checkout: families read the current text and write new text; nothing reaches
+    the disk until the finished Plan is applied. Several ops planned in one Workspace form one
+    transaction."""
+
+    checkout: Checkout
+    _overlay: dict[str, str] = field(default_factory=dict)
+    _changes: list[Change] = field(default_factory=list)
+    _notes: list[str] = field(default_factory=list)
+
+    def read(self, rel: str) -> str:
+        if rel in self._overlay:
+            return self._overlay[rel]
+        return self.checkout.read(rel)
+
+    def exists(self, rel: str) -> bool:
+        return rel in self._overlay or self.checkout.exists(rel)
+
+    def write(self, rel: str, text: str) -> None:
+        self._overlay[rel] = text
+
+    def add_change(self, kind: str, location: Location, detail: str) -> None:
+        self._changes.append(Change(kind, location, detail))
+
+    def add_note(self, note: str) -> None:
+        if note not in self._notes:
+            self._notes.append(note)
+
+    def plan(self, ops: tuple[str, ...] = ()) -> Plan:
+        edits = []
+        for rel in sorted(self._overlay):
+            before = self.checkout.read(rel) if self.checkout.exists(rel) else ""
+            after = self._overlay[rel]
+            if before != after:
+                edits.append(FileEdit(rel, before, after, sha256_text(before)))
+        return Plan(
+            root=str(self.checkout.root),
+            edits=tuple(edits),
+            changes=tuple(self._changes),
+            notes=tuple(self._notes),
+            ops=ops,
+        )
