@@ -1,0 +1,46 @@
+"""The `native_functions.yaml` part of a change: MPS joins the shared dispatch line, and (migrate)
+the separate `MPS: x_mps` line goes."""
+
+from __future__ import annotations
+
+from mpsgen.checkout import NATIVE_FUNCTIONS, Workspace
+from mpsgen.nfyaml import DispatchLine
+from mpsgen.resolve import OpSpec
+from mpsgen.textedit import replace_spans
+
+
+def with_mps(line: DispatchLine) -> str:
+    """The line with `MPS` added to its keys where PyTorch writes it: after CUDA (`CPU, CUDA, MPS,
+    MTIA: x`). Everything else on the line (kernel, trailing comment, line ending) stays."""
+    keys = list(line.keys)
+    position = keys.index("CUDA") + 1 if "CUDA" in keys else len(keys)
+    keys.insert(position, "MPS")
+    colon = line.text.index(":")
+    indent = line.text[: len(line.text) - len(line.text.lstrip(" "))]
+    return f"{indent}{', '.join(keys)}{line.text[colon:]}"
+
+
+def plan_dispatch(ws: Workspace, spec: OpSpec) -> None:
+    """Edit the dispatch lines of `spec` in the workspace's native_functions.yaml.
+
+    The spec's line offsets refer to the file as it was read; the workspace text is checked to be
+    unchanged there before editing."""
+    text = ws.read(NATIVE_FUNCTIONS)
+    spans = []
+    for site in spec.shared:
+        if "MPS" in site.line.keys:
+            continue
+        _check_span(text, site.line)
+        spans.append((site.line.start, site.line.end, with_mps(site.line)))
+        ws.add_change("dispatch", site.line.location, f"{site.entry.name}: {site.line.keys_text} -> MPS added ({site.line.kernel})")
+    for site in spec.legacy:
+        _check_span(text, site.line)
+        spans.append((site.line.start, site.line.end, ""))
+        ws.add_change("dispatch", site.line.location, f"{site.entry.name}: removed `MPS: {site.line.kernel}`")
+    if spans:
+        ws.write(NATIVE_FUNCTIONS, replace_spans(text, spans))
+
+
+def _check_span(text: str, line: DispatchLine) -> None:
+    if text[line.start : line.end] != line.text:
+        raise AssertionError(f"{line.location}: native_functions.yaml changed under the plan")

@@ -1,0 +1,111 @@
+"""Choosing a functor body: the built-in catalog, a user's --expr, or a placeholder that stops the
+build at the spot to fill in. Never a silently wrong kernel."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mpsgen.errors import MpsgenError
+from mpsgen.templates import Templates
+
+OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
+ARITY_WORDS = {1: "unary", 2: "binary", 3: "ternary"}
+_FORBIDDEN = {";": "a semicolon", "{": "a brace", "}": "a brace", "#": "a preprocessor `#`",
+              "\n": "a newline", "\r": "a newline", "\\": "a backslash", '"': "a string", "'": "a character literal"}
+_TOKEN = re.compile(r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFuU]?)|(?P<name>[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)|(?P<op>\*\*|::|[-+*/%<>=!&|^~?:,.()\[\]]+))")
+
+
+@dataclass(frozen=True)
+class FunctorChoice:
+    """The rendered functor and where it came from (`catalog`, `expr` or `placeholder`)."""
+
+    source: str
+    text: str
+    groups: tuple[str, ...]
+
+
+def operands_for(arity: int, alpha: bool) -> tuple[str, ...]:
+    return OPERANDS[arity] + (("alpha",) if alpha else ())
+
+
+def validate_expr(expr: str, operands: tuple[str, ...]) -> None:
+    """A single Metal expression over the operands: no statements, no blocks, no preprocessor."""
+    for ch, what in _FORBIDDEN.items():
+        if ch in expr:
+            raise MpsgenError(
+                f"--expr must be a single expression; it contains {what}",
+                hint=f"write one expression over {', '.join(operands)}, e.g. --expr \"{operands[0]} * {operands[0]}\"",
+            )
+    if "//" in expr or "/*" in expr:
+        raise MpsgenError("--expr must not contain a comment", hint="remove the comment")
+    if not expr.strip():
+        raise MpsgenError("--expr is empty", hint=f"write one expression over {', '.join(operands)}")
+    depth, pos = 0, 0
+    tokens = []
+    while pos < len(expr):
+        match = _TOKEN.match(expr, pos)
+        if not match or match.end() == pos:
+            if expr[pos:].strip() == "":
+                break
+            raise MpsgenError(f"--expr: cannot read {expr[pos:].strip()[:20]!r}", hint="use operands, numbers, operators and function calls")
+        tokens.append(match)
+        pos = match.end()
+    for i, match in enumerate(tokens):
+        op = match.group("op")
+        if op:
+            depth += op.count("(") - op.count(")")
+            if depth < 0:
+                raise MpsgenError("--expr has an unbalanced `)`", hint="balance the parentheses")
+        name = match.group("name")
+        if name and name not in operands:
+            called = i + 1 < len(tokens) and (tokens[i + 1].group("op") or "").startswith("(")
+            if not called and not name.isupper() and name not in ("true", "false") and "::" not in name:
+                raise MpsgenError(
+                    f"--expr uses {name!r}, which is not an operand of this {ARITY_WORDS[len([o for o in operands if o != 'alpha'])]} op",
+                    hint=f"operands are {', '.join(operands)}",
+                )
+    if depth != 0:
+        raise MpsgenError("--expr has an unbalanced `(`", hint="balance the parentheses")
+
+
+def effective_groups(groups: tuple[str, ...]) -> tuple[str, ...]:
+    """`bool` is part of the integer registrations already."""
+    if "bool" in groups and ("integer" in groups or "int2float" in groups):
+        return tuple(g for g in groups if g != "bool")
+    return groups
+
+
+def choose_functor(templates: Templates, *, op: str, name: str, arity: int, alpha: bool,
+                   expr: str | None, dtypes: tuple[str, ...] | None) -> FunctorChoice:
+    operands = operands_for(arity, alpha)
+    if expr is not None:
+        validate_expr(expr, operands)
+        groups = effective_groups(dtypes or ("float",))
+        text = templates.render("functor_expr.metal.j2", name=name, expr=expr.strip(), operands=operands, groups=groups)
+        return FunctorChoice("expr", text, groups)
+    from mpsgen.catalog import lookup
+
+    entry = lookup(name) or lookup(op)
+    if entry is not None and not alpha:
+        if entry.arity != arity:
+            raise MpsgenError(
+                f"the catalog's {entry.op} functor is {ARITY_WORDS[entry.arity]}, but {op} has {arity} tensor inputs",
+                hint="pass --expr to write the body",
+            )
+        groups = effective_groups(dtypes or entry.dtypes)
+        unsupported = [g for g in groups if g not in entry.supports]
+        if unsupported:
+            raise MpsgenError(
+                f"the catalog's {entry.op} functor does not handle dtype group {unsupported[0]!r} "
+                f"(it handles {', '.join(entry.supports)})",
+                hint="drop that group from --dtypes, or pass --expr",
+            )
+        text = templates.render(f"functors/{entry.template}", name=name)
+        return FunctorChoice("catalog", text, groups)
+    groups = effective_groups(dtypes or ("float",))
+    text = templates.render(
+        "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
+        groups=groups, arity_word=ARITY_WORDS[arity],
+    )
+    return FunctorChoice("placeholder", text, groups)

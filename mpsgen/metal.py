@@ -1,0 +1,168 @@
+"""`.metal` kernel files: which functors and registrations exist, which REGISTER_* macros the
+checkout defines, and the plan that adds a functor and its registrations."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mpsgen.checkout import C10_METAL_DIR, Workspace
+from mpsgen.cpp import mask_code, match_brace
+from mpsgen.dtypes import METAL_INPUT_TYPES
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Location
+from mpsgen.textedit import LineIndex, newline_of, replace_spans
+
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+)\(", re.M)
+_FUNCTOR = re.compile(r"\bstruct\s+(\w+)_functor\b")
+_REGISTER_CALL = re.compile(r"^(REGISTER_\w+)\s*\((.*)\)\s*;?[ \t]*\r?$", re.M)
+
+# Group macros defined by kernel files (e.g. BinaryKernel.metal): used when present, as upstream does.
+BINARY_GROUP_MACROS = {
+    "float": "REGISTER_FLOAT_BINARY_OP",
+    "int2float": "REGISTER_INT2FLOAT_BINARY_OP",
+    "integer": "REGISTER_INTEGER_BINARY_OP",
+}
+
+
+@dataclass(frozen=True)
+class Registration:
+    macro: str
+    args: tuple[str, ...]
+
+    def render(self) -> str:
+        return f"{self.macro}({', '.join(self.args)});"
+
+    @property
+    def key(self) -> str:
+        return f"{self.macro}({','.join(self.args)})"
+
+
+@dataclass(frozen=True)
+class KernelFile:
+    """What one .metal file holds, read from its masked text."""
+
+    path: str
+    functors: dict
+    registrations: tuple[tuple[Registration, int], ...]  # with the offset just past the line
+    own_macros: frozenset[str]
+
+    def has_registration(self, reg: Registration) -> bool:
+        return any(existing.key == reg.key for existing, _ in self.registrations)
+
+
+def read_kernel_file(text: str, path: str) -> KernelFile:
+    masked = mask_code(text)
+    functors = {}
+    for match in _FUNCTOR.finditer(masked):
+        brace = masked.find("{", match.end())
+        semicolon = masked.find(";", match.end())
+        if brace < 0 or (0 <= semicolon < brace):
+            continue  # a declaration, not a definition
+        close = match_brace(masked, brace)
+        if close < 0:
+            raise MpsgenError(
+                f"unbalanced braces in struct {match.group(1)}_functor",
+                location=Location(path, masked.count("\n", 0, match.start()) + 1),
+                hint="fix the kernel file so that it compiles",
+            )
+        end = masked.find("\n", close)
+        functors[match.group(1)] = (match.start(), len(masked) if end < 0 else end + 1)
+    registrations = []
+    for match in _REGISTER_CALL.finditer(masked):
+        if _continued(masked, match.start()):
+            continue
+        args = tuple(a.strip() for a in match.group(2).split(","))
+        end = masked.find("\n", match.start())
+        registrations.append((Registration(match.group(1), args), len(masked) if end < 0 else end + 1))
+    own = frozenset(_DEFINE.findall(masked))
+    return KernelFile(path, functors, tuple(registrations), own)
+
+
+def _continued(masked: str, offset: int) -> bool:
+    """True when the line at `offset` continues a `#define` (the previous line ends in a backslash)."""
+    if offset == 0:
+        return False
+    previous = masked[: offset - 1].rstrip("\r")
+    return previous.endswith("\\")
+
+
+def available_macros(ws: Workspace, kernel: KernelFile) -> frozenset[str]:
+    """REGISTER_* macros this checkout defines in c10/metal/*.h, plus the kernel file's own."""
+    names = set(kernel.own_macros)
+    for rel in ws.checkout.glob(C10_METAL_DIR, "*.h"):
+        names.update(_DEFINE.findall(ws.read(rel)))
+    return frozenset(names)
+
+
+def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...], macros: frozenset[str], path: str) -> list[Registration]:
+    """The REGISTER_* lines that instantiate `name`'s functor for the dtype groups."""
+    out: list[Registration] = []
+    for group in groups:
+        types = METAL_INPUT_TYPES[group]
+        if alpha and group == "int2float":
+            raise MpsgenError(
+                "dtype group int2float cannot be used with an alpha kernel (alpha kernels keep the input type)",
+                hint="use --dtypes float or float,integer",
+            )
+        if arity == 2 and not alpha and group in BINARY_GROUP_MACROS and BINARY_GROUP_MACROS[group] in macros:
+            out.append(Registration(BINARY_GROUP_MACROS[group], (name,)))
+            continue
+        if arity == 1:
+            macro = "REGISTER_UNARY_ALPHA_OP" if alpha else "REGISTER_UNARY_OP"
+        elif arity == 2:
+            macro = "REGISTER_BINARY_ALPHA_OP" if alpha else "REGISTER_BINARY_OP"
+        else:
+            macro = "REGISTER_TERNARY_ALPHA_OP" if alpha else "REGISTER_TERNARY_OP"
+        if macro not in macros:
+            raise MpsgenError(
+                f"the checkout defines no {macro} macro (looked in {C10_METAL_DIR}/*.h and {path})",
+                hint="this checkout's Metal vocabulary differs from what mpsgen knows; register the functor by hand",
+            )
+        for t in types:
+            out_type = "float" if group == "int2float" else t
+            args = (name, t, t, t) if alpha else (name, t, out_type)
+            out.append(Registration(macro, args))
+    return out
+
+
+def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, registrations: list[Registration]) -> None:
+    """Add `functor_text` after the file's last functor and the registrations after its last
+    registration line (the file keeps one registration block), skipping what is already there."""
+    text = ws.read(path)
+    kernel = read_kernel_file(text, path)
+    newline = newline_of(text)
+    index = LineIndex(text)
+    spans = []
+    functor_end = None
+    if functor in kernel.functors:
+        start, _ = kernel.functors[functor]
+        ws.add_note(f"{Location(path, index.line_of(start))}: struct {functor}_functor already exists; kept as is")
+    else:
+        if kernel.functors:
+            anchor = max(end for _, end in kernel.functors.values())
+        elif kernel.registrations:
+            anchor = index.start_of(index.line_of(min(off for _, off in kernel.registrations) - 1))
+        else:
+            anchor = len(text)
+        body = functor_text.replace("\n", newline) if newline != "\n" else functor_text
+        prefix = newline if anchor > 0 and not text[:anchor].endswith(newline * 2) else ""
+        suffix = newline if anchor < len(text) and text[anchor:anchor + len(newline)] != newline else ""
+        spans.append((anchor, anchor, prefix + body + suffix))
+        functor_end = anchor
+        ws.add_change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0)), f"struct {functor}_functor")
+    missing = [reg for reg in registrations if not kernel.has_registration(reg)]
+    if missing:
+        lines = "".join(reg.render() + newline for reg in missing)
+        if kernel.registrations:
+            anchor = max(off for _, off in kernel.registrations)
+            spans.append((anchor, anchor, lines))
+            line = index.line_of(anchor) if anchor < len(text) else index.line_count + 1
+        else:
+            anchor = functor_end if functor_end is not None else len(text)
+            spans.append((anchor, anchor, newline + lines))
+            line = index.line_of(anchor)
+        for reg in missing:
+            ws.add_change("register", Location(path, line), reg.render())
+    if spans:
+        ws.write(path, replace_spans(text, spans))

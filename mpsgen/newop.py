@@ -1,0 +1,53 @@
+"""`mpsgen new-op`: give an op that has CPU/CUDA kernels through a shared stub a native Metal kernel."""
+
+from __future__ import annotations
+
+from mpsgen.checkout import Checkout, Workspace
+from mpsgen.model import Location, Plan
+from mpsgen.resolve import Context, OpSpec, Options, resolve_op
+from mpsgen.templates import Templates
+
+
+def plan_native_kernel(ws: Workspace, ctx: Context, templates: Templates, spec: OpSpec, options: Options) -> None:
+    """The parts new-op and migrate share: yaml dispatch, Metal functor + registrations, host stub."""
+    from mpsgen.dispatch import plan_dispatch
+    from mpsgen.functor import choose_functor
+    from mpsgen.host import plan_host
+    from mpsgen.metal import available_macros, plan_kernel, read_kernel_file, registrations_for
+
+    plan_dispatch(ws, spec)
+    kernel_text = ws.read(spec.kernel_file)
+    kernel = read_kernel_file(kernel_text, spec.kernel_file)
+    choice = choose_functor(
+        templates, op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
+        expr=options.expr, dtypes=options.dtypes,
+    )
+    macros = available_macros(ws, kernel)
+    registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
+    # An existing functor is reused (as upstream did for conj_physical): plan_kernel keeps it and
+    # adds only the registrations that are missing.
+    plan_kernel(ws, spec.kernel_file, spec.functor, choice.text, registrations)
+    if choice.source == "placeholder" and spec.functor not in kernel.functors:
+        after = ws.read(spec.kernel_file)
+        line = after[: after.find(f"#error \"mpsgen: write the body of {spec.functor}_functor")].count("\n") + 1
+        ws.add_note(f"{Location(spec.kernel_file, line)}: fill in the body of {spec.functor}_functor (the #error stops the build there until you do)")
+    plan_host(
+        ws, templates, spec.host_file, stub=spec.stub.name, functor=spec.functor, arity=spec.arity,
+        alpha=spec.alpha, iterator_type=spec.iterator_type,
+        kernel_stem=spec.kernel_file.rsplit("/", 1)[-1].removesuffix(".metal"),
+    )
+
+
+def plan_new_op(checkout: Checkout, op: str, options: Options) -> Plan:
+    ws = Workspace(checkout)
+    ctx = Context(ws)
+    templates = Templates(checkout.root)
+    spec = resolve_op(ctx, op, options, mode="new-op")
+    plan_native_kernel(ws, ctx, templates, spec, options)
+    add_next_steps(ws, spec)
+    return ws.plan((op,))
+
+
+def add_next_steps(ws: Workspace, spec: OpSpec) -> None:
+    ws.add_note("build: cd build && ninja torch_cpu")
+    ws.add_note(f"test: python test/test_mps.py -k test_output_match_{spec.op}")
