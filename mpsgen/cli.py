@@ -107,6 +107,26 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dry
     sys.exit(run_guarded(state, run))
 
 
+@main.command("migrate")
+@click.argument("ops", nargs=-1, required=True)
+@_kernel_options
+@click.pass_obj
+def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, dry_run, as_json):
+    """Move OPS from MPSGraph onto native Metal kernels (several ops: one transaction)."""
+
+    def run():
+        from mpsgen.migrate import plan_migrate
+
+        if len(ops) > 1 and (expr or stub or kernel_file or host_file):
+            from mpsgen.errors import MpsgenError
+
+            raise MpsgenError("--expr, --stub, --kernel-file and --host-file apply to one op", hint="migrate such ops one at a time")
+        plan = plan_migrate(state.checkout(), tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file))
+        return _finish(plan, "migrate", dry_run, as_json)
+
+    sys.exit(run_guarded(state, run))
+
+
 def _finish(plan, command, dry_run, as_json) -> int:
     from mpsgen.apply import apply_plan, plan_to_json, render_diff
 

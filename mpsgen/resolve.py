@@ -19,7 +19,7 @@ from mpsgen.checkout import (
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 from mpsgen.nfyaml import DispatchLine, NativeFunctions, YamlEntry, validate_entry
-from mpsgen.stubs import Stub, read_stubs
+from mpsgen.stubs import Stub, find_stub, read_stubs
 
 # Where a stub's header sends its kernel and host code.
 FAMILY_FILES = {
@@ -222,17 +222,20 @@ def stub_candidates(op: str, shared: tuple[DispatchSite, ...]) -> list[str]:
 
 
 def _resolve_stub(ctx: Context, op: str, shared, options: Options) -> Stub:
-    stubs = ctx.stubs
     if options.stub:
+        found = find_stub(ctx.checkout, [options.stub])
+        if found is not None:
+            return found
+        stubs = ctx.stubs
         if options.stub not in stubs:
             close = difflib.get_close_matches(options.stub, list(stubs), n=3)
             hint = f"did you mean: {', '.join(close)}?" if close else "name a stub declared with DECLARE_DISPATCH in aten/src/ATen/native/*.h"
             raise MpsgenError(f"--stub {options.stub}: no such DECLARE_DISPATCH in aten/src/ATen/native/*.h", hint=hint)
         return stubs[options.stub]
     candidates = stub_candidates(op, shared)
-    for name in candidates:
-        if name in stubs:
-            return stubs[name]
+    found = find_stub(ctx.checkout, candidates)
+    if found is not None:
+        return found
     raise MpsgenError(
         f"no dispatch stub found for {op} (looked for {', '.join(candidates)} in aten/src/ATen/native/*.h)",
         location=shared[0].line.location,

@@ -117,7 +117,7 @@ def scan_header(text: str, path: str, types: dict | None = None) -> list[Stub]:
     header, then from `types`, the other headers' types)."""
     masked = mask_code(text)
     index = LineIndex(text)
-    types = {**(types or {}), **scan_types(text, path)}
+    local = scan_types(text, path)
     stubs = []
     for match in _DECLARE.finditer(masked):
         if _in_preprocessor_line(masked, match.start()):
@@ -149,8 +149,8 @@ def scan_header(text: str, path: str, types: dict | None = None) -> list[Stub]:
         name = inner[split_at + 1 :].strip()
         location = Location(path, index.line_of(match.start()))
         returns = "void"
-        if fn_type in types:
-            params, type_location, returns = types[fn_type]
+        if fn_type in local or (types is not None and fn_type in types):
+            params, type_location, returns = local[fn_type] if fn_type in local else types[fn_type]
         else:
             inline = re.fullmatch(r"([\w:<>,&* ]+?)\s*\(\s*\*\s*\)\s*\((.*)\)", fn_type, re.S)
             params = split_params(inline.group(2)) if inline else ()
@@ -173,3 +173,48 @@ def read_stubs(checkout) -> dict[str, Stub]:
         for stub in scan_header(checkout.read(rel), rel, types):
             stubs.setdefault(stub.name, stub)
     return stubs
+
+
+def find_stub(checkout, names: list[str]) -> Stub | None:
+    """The first of `names` declared in the checkout's headers, reading only the headers that
+    mention it (and, for its function type, the header that declares that type)."""
+    import re as _re
+
+    from mpsgen.checkout import NATIVE_DIR
+
+    headers = checkout.glob(NATIVE_DIR, "*.h")
+    for name in names:
+        pattern = _re.compile(rf"DECLARE_DISPATCH\s*\([^;]*?\b{_re.escape(name)}\s*\)")
+        for rel in headers:
+            text = checkout.read(rel)
+            if name not in text or not pattern.search(text):
+                continue
+            for stub in scan_header(text, rel, _LazyTypes(checkout, headers)):
+                if stub.name == name:
+                    return stub
+    return None
+
+
+class _LazyTypes(dict):
+    """A type table that looks a `using` name up in the other headers only when asked."""
+
+    def __init__(self, checkout, headers):
+        super().__init__()
+        self._checkout = checkout
+        self._headers = headers
+
+    def __contains__(self, key):
+        if dict.__contains__(self, key):
+            return True
+        pattern = re.compile(rf"\busing\s+{re.escape(key)}\s*=")
+        for rel in self._headers:
+            text = self._checkout.read(rel)
+            if key in text and pattern.search(text):
+                self.update(scan_types(text, rel))
+                return dict.__contains__(self, key)
+        return False
+
+    def __getitem__(self, key):
+        if key in self:
+            return dict.__getitem__(self, key)
+        raise KeyError(key)

@@ -1,0 +1,58 @@
+"""Helpers shared by the tests: a fresh copy of the miniature checkout, running the CLI in-process,
+golden files, and byte-identity checks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_CHECKOUT = REPO / "fixtures" / "pytorch"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def copy_checkout(tmp_path: Path, source: Path = FIXTURE_CHECKOUT) -> Path:
+    dest = tmp_path / "pytorch"
+    shutil.copytree(source, dest)
+    return dest
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under root, by relative path, as bytes (mpsgen's own .mpsgen/ excluded)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".mpsgen" not in p.relative_to(root).parts
+    }
+
+
+def run_cli(args: list[str], cwd: Path | None = None):
+    """Run `mpsgen ARGS` in-process; returns click's Result (exit_code, stdout, stderr)."""
+    from mpsgen.cli import main
+
+    runner = CliRunner()
+    old = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        return runner.invoke(main, args, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def assert_golden(actual: str, name: str) -> None:
+    """Compare with tests/golden/<name>; MPSGEN_REGEN_GOLDEN=1 rewrites the file instead."""
+    path = GOLDEN / name
+    if os.environ.get("MPSGEN_REGEN_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8", newline="")
+    assert path.exists(), f"missing golden file {path}; run with MPSGEN_REGEN_GOLDEN=1 and review it"
+    expected = path.read_text(encoding="utf-8", newline="") if path.exists() else ""
+    assert actual == expected, f"output differs from {path}"
+
+
+def changed_files(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:
+    return {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
