@@ -20,25 +20,32 @@ def with_mps(line: DispatchLine) -> str:
     return f"{indent}{', '.join(keys)}{line.text[colon:]}"
 
 
-def plan_dispatch(ws: Workspace, spec: OpSpec) -> None:
-    """Edit the dispatch lines of `spec` in the workspace's native_functions.yaml.
-
-    The spec's line offsets refer to the file as it was read; the workspace text is checked to be
-    unchanged there before editing."""
-    text = ws.read(NATIVE_FUNCTIONS)
-    spans = []
-    for site in spec.shared:
+def dispatch_edit(text: str, shared, legacy) -> tuple[str, list[tuple[object, str]]]:
+    """The yaml text with MPS added to each shared line that lacks it and each legacy `MPS:` line
+    removed; returns the new text and (site, description) pairs for the report. The sites' offsets
+    must refer to `text`."""
+    spans, done = [], []
+    for site in shared:
         if "MPS" in site.line.keys:
             continue
         _check_span(text, site.line)
         spans.append((site.line.start, site.line.end, with_mps(site.line)))
-        ws.add_change("dispatch", site.line.location, f"{site.entry.name}: {site.line.keys_text} -> MPS added ({site.line.kernel})")
-    for site in spec.legacy:
+        done.append((site, f"{site.entry.name}: {site.line.keys_text} -> MPS added ({site.line.kernel})"))
+    for site in legacy:
         _check_span(text, site.line)
         spans.append((site.line.start, site.line.end, ""))
-        ws.add_change("dispatch", site.line.location, f"{site.entry.name}: removed `MPS: {site.line.kernel}`")
-    if spans:
-        ws.write(NATIVE_FUNCTIONS, replace_spans(text, spans))
+        done.append((site, f"{site.entry.name}: removed `MPS: {site.line.kernel}`"))
+    return (replace_spans(text, spans) if spans else text), done
+
+
+def plan_dispatch(ws: Workspace, spec: OpSpec) -> None:
+    """Edit the dispatch lines of `spec` in the workspace's native_functions.yaml."""
+    text = ws.read(NATIVE_FUNCTIONS)
+    new_text, done = dispatch_edit(text, spec.shared, spec.legacy)
+    for site, description in done:
+        ws.add_change("dispatch", site.line.location, description)
+    if new_text != text:
+        ws.write(NATIVE_FUNCTIONS, new_text)
 
 
 def _check_span(text: str, line: DispatchLine) -> None:
