@@ -49,7 +49,7 @@ class Templates:
             return True
         return True
 
-    def render(self, name: str, **context) -> str:
+    def render(self, name: str, /, **context) -> str:
         jinja2 = self._jinja
         try:
             return self.env.get_template(name).render(**context)
