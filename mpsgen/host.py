@@ -92,15 +92,17 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
             if exec_fn in body and iterator_type.rstrip("&") + "&" in body.replace(" &", "&") and stub == f"{functor}_stub":
                 uses = find_helper_macro_uses(text, macro)
                 if uses:
-                    anchor = max(end for _, end in uses)
-                    anchor = anchor + len(newline) if text[anchor:anchor + len(newline)] == newline else anchor
-                    semicolon = ";" if text[uses[-1][1] - 1: uses[-1][1]] == ";" or masked[:anchor].rstrip().endswith(";") else ""
+                    last_end = max(end for _, end in uses)
+                    last_line = index.line_of(last_end - 1)
+                    anchor = index.end_of(last_line)
+                    semicolon = ";" if text[index.start_of(last_line):anchor].rstrip().endswith(";") else ""
                     line = f"{macro}({functor}){semicolon}{newline}"
                     ws.write(path, replace_spans(text, [(anchor, anchor, line)]))
                     ws.add_change("host-stub", Location(path, index.line_of(anchor)), f"{macro}({functor}) registers {stub}")
                     return
 
-    function_name = f"{functor}_mps_kernel"
+    registrations = find_registrations(text, path)
+    function_name = f"{functor}{function_suffix(registrations)}"
     function_text = templates.render(
         "host_kernel.mm.j2",
         function=function_name,
@@ -109,7 +111,6 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
         kernel_name=functor,
         alpha=alpha,
     )
-    registrations = find_registrations(text, path)
     with_semicolon = sum(1 for r in registrations if _line_has_semicolon(text, index, r.location.line))
     semicolon = registrations and with_semicolon * 2 > len(registrations)
     register_text = templates.render("register_dispatch.mm.j2", stub=stub, function=function_name, semicolon=bool(semicolon))
@@ -158,6 +159,19 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
     ws.write(path, replace_spans(text, spans))
     ws.add_change("host-stub", Location(path, function_line), f"static void {function_name}({iterator_type} iter{', const Scalar& alpha' if alpha else ''})")
     ws.add_change("register", Location(path, register_line), f"REGISTER_DISPATCH({stub}, &{function_name})")
+
+
+def function_suffix(registrations: list[DispatchRegistration]) -> str:
+    """How the file names kernel functions after their stub (`atan2_stub` -> `atan2_mps_kernel`,
+    `hardsigmoid_kernel`, ...): the most common suffix among its registrations."""
+    counts: dict[str, int] = {}
+    for reg in registrations:
+        if reg.stub.endswith("_stub"):
+            base = reg.stub[: -len("_stub")]
+            if reg.function.startswith(base) and reg.function != base:
+                suffix = reg.function[len(base):]
+                counts[suffix] = counts.get(suffix, 0) + 1
+    return max(counts, key=lambda k: (counts[k], k == "_mps_kernel")) if counts else "_mps_kernel"
 
 
 def _line_has_semicolon(text: str, index: LineIndex, line: int) -> bool:

@@ -79,6 +79,39 @@ def read_kernel_file(text: str, path: str) -> KernelFile:
     return KernelFile(path, functors, tuple(registrations), own)
 
 
+def bfloat_guard(text: str, kernel: KernelFile) -> str | None:
+    """The `#if __METAL_VERSION__ >= ...` line when every bfloat registration of the file sits
+    under one (older Metal has no bfloat): new bfloat registrations follow that convention."""
+    bfloat_offsets = [end for reg, end in kernel.registrations if "bfloat" in reg.args]
+    if not bfloat_offsets:
+        return None
+    guards = set()
+    for end in bfloat_offsets:
+        before = text[:end]
+        opening = before.rfind("#if")
+        closing = before.rfind("#endif")
+        if opening < 0 or closing > opening:
+            return None
+        guards.add(before[opening:].split("\n", 1)[0].rstrip("\r"))
+    return guards.pop() if len(guards) == 1 else None
+
+
+def groups_separated_by_blank_lines(text: str, kernel: KernelFile) -> bool:
+    """Whether the file leaves a blank line between the registrations of different functors."""
+    separated = joined = 0
+    previous = None
+    for reg, end in kernel.registrations:
+        if previous is not None and reg.args[:1] != previous[0].args[:1]:
+            between = text[previous[1] : text.rfind("\n", 0, end - 1) + 1]
+            lines = [line.strip() for line in between.splitlines()]
+            if "" in lines:
+                separated += 1
+            else:
+                joined += 1
+        previous = (reg, end)
+    return separated > joined
+
+
 def _continued(masked: str, offset: int) -> bool:
     """True when the line at `offset` continues a `#define` (the previous line ends in a backslash)."""
     if offset == 0:
@@ -153,9 +186,20 @@ def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, regis
         ws.add_change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0)), f"struct {functor}_functor")
     missing = [reg for reg in registrations if not kernel.has_registration(reg)]
     if missing:
-        lines = "".join(reg.render() + newline for reg in missing)
+        guard = bfloat_guard(text, kernel)
+        plain = [reg for reg in missing if not (guard and "bfloat" in reg.args)]
+        guarded = [reg for reg in missing if guard and "bfloat" in reg.args]
+        lines = "".join(reg.render() + newline for reg in plain)
+        if guarded:
+            lines += guard + newline + "".join(reg.render() + newline for reg in guarded) + "#endif" + newline
         if kernel.registrations:
             anchor = max(off for _, off in kernel.registrations)
+            # the #endif closing a guarded group belongs to the block
+            rest = text[anchor:]
+            if rest.startswith("#endif"):
+                anchor += len(rest.split(newline, 1)[0]) + len(newline)
+            if groups_separated_by_blank_lines(text, kernel):
+                lines = newline + lines
             spans.append((anchor, anchor, lines))
             line = index.line_of(anchor) if anchor < len(text) else index.line_count + 1
         else:
