@@ -48,9 +48,9 @@ def assert_golden(actual: str, name: str) -> None:
     path = GOLDEN / name
     if os.environ.get("MPSGEN_REGEN_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(actual, encoding="utf-8", newline="")
+        path.write_bytes(actual.encode("utf-8"))
     assert path.exists(), f"missing golden file {path}; run with MPSGEN_REGEN_GOLDEN=1 and review it"
-    expected = path.read_text(encoding="utf-8", newline="") if path.exists() else ""
+    expected = path.read_bytes().decode("utf-8")
     assert actual == expected, f"output differs from {path}"
 
 
