@@ -32,7 +32,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
-from mpsgen.pylists import Element, match_bracket, removal_spans, whole_lines_span
+from mpsgen.pylists import Element, match_bracket, removal_spans, syntax_error_line, whole_lines_span
 from mpsgen.testlists import TestListChange, canonical_dtype
 from mpsgen.textedit import LineIndex, replace_spans
 
@@ -172,7 +172,7 @@ def _parse_call(text: str, path: str, start: int, end: int) -> tuple[cst.Call, d
     except cst.ParserSyntaxError as exc:
         raise MpsgenError(
             f"cannot parse OpInfo call: {exc.message}",
-            location=Location(path, _line_of(text, start) + exc.raw_line - 1),
+            location=Location(path, _line_of(text, start) + syntax_error_line(snippet, exc.raw_line) - 1),
             hint="fix the syntax error before running mpsgen",
         ) from exc
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)

@@ -215,3 +215,13 @@ def whole_lines_span(text: str, start: int, end: int, index: LineIndex) -> tuple
     if not _rest_is_blank_or_comment(text, stop):
         return None
     return index.start_of(first), index.end_of(index.line_of(stop))
+
+
+def syntax_error_line(text: str, fallback: int) -> int:
+    """The line of the first syntax error as CPython reports it (libcst's tokenizer errors often say
+    line 1); `fallback` when CPython compiles the text."""
+    try:
+        compile(text, "<mpsgen>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return exc.lineno or fallback
+    return fallback

@@ -34,7 +34,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from mpsgen.dtypes import TORCH_DTYPE_ALIASES, TORCH_DTYPES
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
-from mpsgen.pylists import Element, comment_groups, element_lines, removal_spans
+from mpsgen.pylists import Element, comment_groups, element_lines, removal_spans, syntax_error_line
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
 ALL_MPS_DTYPES = frozenset(TORCH_DTYPES["float"] + TORCH_DTYPES["integer"] + ("complex64",))
@@ -179,7 +179,7 @@ def _parse(text: str, path: str) -> tuple[list[_Container], LineIndex, _Collecto
     except cst.ParserSyntaxError as exc:
         raise MpsgenError(
             f"cannot parse Python: {exc.message}",
-            location=Location(path, exc.raw_line),
+            location=Location(path, syntax_error_line(text, exc.raw_line)),
             hint="fix the syntax error before running mpsgen",
         ) from exc
     index = LineIndex(text)
