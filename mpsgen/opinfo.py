@@ -38,6 +38,7 @@ from mpsgen.textedit import LineIndex, replace_spans
 
 _CALL = re.compile(r"""\b([A-Z]\w*Info)\(\s*(?:name\s*=\s*)?[rRuU]?(['"])([^'"\n]+)\2""")
 _KEYWORD = re.compile(r"""\b(aten_name|aten_backward_name|torch_opinfo_name)\s*=\s*[rRuU]?(['"])([^'"\n]+)\2""")
+_OPENING = re.compile(r"[(\[]")
 _NOT_OPINFOS = frozenset({"DecorateInfo"})
 
 # Dtypes the MPS tests never run (test_mps filters to MPS dtypes); they never decide anything here.
@@ -387,7 +388,14 @@ def plan_opinfo_edits(
                     if whole is not None:
                         spans.append((whole[0], whole[1], ""))
                         continue
-                close = span_of(arg.value)[1] - 1
+                    # the argument shares a line with the call's end: leave an empty container
+                    opening = _OPENING.search(text, span_of(arg)[0])
+                    if opening is not None and opening.start() < span_of(arg.value)[0]:
+                        closing = match_bracket(text, opening.start())
+                        if closing > 0:
+                            spans.append((opening.start(), closing, "()" if opening.group() == "(" else "[]"))
+                            continue
+                close = len(text)  # a Tuple's position leaves out its parentheses; commas stop the scan anyway
                 parts = [Element(*span_of(el.value)) for el in elements]
                 spans.extend(removal_spans(text, parts, remove, close, index))
             elif keyword == "dtypesIfMPS":
