@@ -1,0 +1,418 @@
+"""OpInfos in `common_methods_invocations.py` (and `opinfo/definitions/*.py`): find an op's entries
+fast, then edit their MPS decorators and `dtypesIfMPS=`.
+
+Locating never parses the whole file (libcst needs ~7 s for it): a regex finds every `...Info(` call
+that opens with a quoted name and every `aten_name=` / `aten_backward_name=` / `torch_opinfo_name=`
+keyword; a bracket matcher that skips strings and comments delimits the calls of interest; libcst
+then parses only those calls.
+
+Which entries belong to an aten op `op` (rules the issue leaves to us):
+- `name == op`, `name` with dots as underscores `== op` (`special.ndtri` for `special_ndtri`),
+  `nn.functional.<op>`, or `aten_name=` / `aten_backward_name=` `== op` (`sigmoid` for
+  `sigmoid_backward`, `nn.functional.glu` for `glu`); `aten_names` adds more names to match.
+- python-ref entries whose `torch_opinfo_name=` names a matched entry (or matches by the rules above).
+
+Which MPS decorators go (`plan_opinfo_edits`), among `skips=`/`decorators=` elements that are an
+expected failure or a skip (`unittest.expectedFailure`, `unittest.skip(...)`, `skipMPS`,
+`expectedFailureMPS`, ...) for `device_type='mps'` (or an MPS-only decorator):
+- removed when its `dtypes=` is readable and every MPS-testable dtype in it is registered;
+- removed when it targets `TestConsistency` and names no dtypes;
+- kept otherwise (other test classes without dtypes are about behaviour, not dtype coverage), and
+  tolerance/precision overrides always stay.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Location
+from mpsgen.pylists import Element, match_bracket, removal_spans, syntax_error_line, whole_lines_span
+from mpsgen.testlists import TestListChange, canonical_dtype
+from mpsgen.textedit import LineIndex, replace_spans
+
+_CALL = re.compile(r"""\b([A-Z]\w*Info)\(\s*(?:name\s*=\s*)?[rRuU]?(['"])([^'"\n]+)\2""")
+_KEYWORD = re.compile(r"""\b(aten_name|aten_backward_name|torch_opinfo_name)\s*=\s*[rRuU]?(['"])([^'"\n]+)\2""")
+_OPENING = re.compile(r"[(\[]")
+_NOT_OPINFOS = frozenset({"DecorateInfo"})
+
+# Dtypes the MPS tests never run (test_mps filters to MPS dtypes); they never decide anything here.
+NOT_ON_MPS = frozenset({"float64", "complex128"})
+
+_F = frozenset({"float32", "float64"})
+_I = frozenset({"uint8", "int8", "int16", "int32", "int64"})
+_C = frozenset({"complex64", "complex128"})
+# torch.testing._internal.common_dtype helpers: the dtypes each returns before its extra arguments.
+DTYPE_HELPERS = {
+    "empty_types": frozenset(),
+    "custom_types": frozenset(),
+    "floating_types": _F,
+    "floating_types_and": _F,
+    "floating_types_and_half": _F | {"float16"},
+    "floating_and_complex_types": _F | _C,
+    "floating_and_complex_types_and": _F | _C,
+    "integral_types": _I,
+    "integral_types_and": _I,
+    "all_types": _F | _I,
+    "all_types_and": _F | _I,
+    "all_types_and_half": _F | _I | {"float16"},
+    "all_types_and_complex": _F | _I | _C,
+    "all_types_and_complex_and": _F | _I | _C,
+    "complex_types": _C,
+    "complex_types_and": _C,
+    "double_types": frozenset({"float64", "complex128"}),
+}
+
+_FAILURE_DECORATORS = frozenset({"expectedFailure", "skip", "skipIf", "skipMPS", "expectedFailureMPS", "skipMPSIf", "skipIfMPS"})
+_MPS_ONLY_DECORATORS = frozenset({"skipMPS", "expectedFailureMPS", "skipMPSIf", "skipIfMPS"})
+_TOLERANCE_DECORATORS = frozenset({"toleranceOverride", "precisionOverride"})
+_ORDER = ("bool", "float16", "bfloat16", "uint8", "int8", "int16", "int32", "int64", "complex32", "complex64")
+
+
+@dataclass(frozen=True)
+class OpInfoRef:
+    """One OpInfo (or python-ref) call: its identity, where it is, and its dtype arguments' text."""
+
+    name: str
+    variant_test_name: str
+    key: str  # name + variant_test_name: the key common_mps.py uses
+    aten_name: str | None
+    kind: str  # the call (`OpInfo`, `UnaryUfuncInfo`, ...) or `python-ref`
+    location: Location
+    span: tuple[int, int]  # the whole call expression in the file text
+    dtypes: str | None  # text of `dtypes=`
+    aliases: tuple[str, ...] = ()
+    dtypes_if_mps: str | None = None  # text of `dtypesIfMPS=`
+    aten_backward_name: str | None = None
+    torch_opinfo_name: str | None = None  # python refs: the OpInfo they point at
+    call: str = ""  # the class called, also for python refs
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _name_matches(name: str, targets: frozenset[str]) -> bool:
+    if name in targets or name.replace(".", "_") in targets:
+        return True
+    return name.startswith("nn.functional.") and name[len("nn.functional.") :] in targets
+
+
+def _call_starts(text: str) -> list[tuple[int, str, str]]:
+    return [(m.start(), m.group(1), m.group(3)) for m in _CALL.finditer(text) if m.group(1) not in _NOT_OPINFOS]
+
+
+def _enclosing(starts_offsets: list[int], starts, offset: int) -> int | None:
+    import bisect
+
+    i = bisect.bisect_right(starts_offsets, offset) - 1
+    return i if i >= 0 else None
+
+
+def find_opinfos(text: str, path: str, op: str, aten_names: frozenset[str] = frozenset()) -> tuple[OpInfoRef, ...]:
+    """The OpInfo and python-ref entries testing aten op `op`, in file order."""
+    targets = frozenset({op}) | aten_names
+    starts = _call_starts(text)
+    offsets = [s[0] for s in starts]
+    chosen: dict[int, int] = {}  # start index -> call end
+    ends: dict[int, int] = {}
+
+    def end_of(i: int) -> int:
+        if i not in ends:
+            paren = text.index("(", starts[i][0])
+            end = match_bracket(text, paren)
+            if end < 0:
+                raise MpsgenError(
+                    f"unbalanced brackets in {starts[i][1]}({starts[i][2]!r} ...)",
+                    location=Location(path, _line_of(text, starts[i][0])),
+                    hint="fix the file so that it parses",
+                )
+            ends[i] = end
+        return ends[i]
+
+    for i, (_, _, name) in enumerate(starts):
+        if _name_matches(name, targets):
+            chosen[i] = end_of(i)
+    ref_hits: list[tuple[int, str]] = []
+    for m in _KEYWORD.finditer(text):
+        keyword, value = m.group(1), m.group(3)
+        if keyword == "torch_opinfo_name":
+            ref_hits.append((m.start(), value))
+        elif value in targets:
+            i = _enclosing(offsets, starts, m.start())
+            if i is not None and m.start() < end_of(i):
+                chosen[i] = end_of(i)
+    refs = [_read_call(text, path, starts[i][0], chosen[i]) for i in sorted(chosen)]
+    matched_names = {ref.name for ref in refs}
+    for offset, value in ref_hits:
+        if value in matched_names or _name_matches(value, targets):
+            i = _enclosing(offsets, starts, offset)
+            if i is not None and i not in chosen and offset < end_of(i):
+                chosen[i] = end_of(i)
+                refs.append(_read_call(text, path, starts[i][0], chosen[i]))
+    if not refs:
+        names = sorted({s[2] for s in starts})
+        close = difflib.get_close_matches(op, names + [n.replace(".", "_") for n in names], n=5, cutoff=0.6)
+        raise MpsgenError(
+            f"no OpInfo tests {op!r}",
+            location=Location(path, 1),
+            hint=f"close names: {', '.join(dict.fromkeys(close))}" if close else "pass --opinfo NAME, or add an OpInfo first",
+        )
+    return tuple(sorted(refs, key=lambda r: r.span[0]))
+
+
+def _parse_call(text: str, path: str, start: int, end: int) -> tuple[cst.Call, dict, LineIndex]:
+    snippet = text[start:end]
+    try:
+        module = cst.parse_module(snippet)
+    except cst.ParserSyntaxError as exc:
+        raise MpsgenError(
+            f"cannot parse OpInfo call: {exc.message}",
+            location=Location(path, _line_of(text, start) + syntax_error_line(snippet, exc.raw_line) - 1),
+            hint="fix the syntax error before running mpsgen",
+        ) from exc
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    call = module.body[0].body[0].value  # type: ignore[attr-defined]
+    return call, positions, LineIndex(snippet)
+
+
+def _string(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else value.decode()
+    if isinstance(node, cst.ConcatenatedString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _kwargs(call: cst.Call) -> dict[str, cst.Arg]:
+    return {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+
+
+def _read_call(text: str, path: str, start: int, end: int) -> OpInfoRef:
+    call, _, _ = _parse_call(text, path, start, end)
+    kwargs = _kwargs(call)
+    module = cst.Module(body=[])
+    location = Location(path, _line_of(text, start))
+    positional = [arg for arg in call.args if arg.keyword is None]
+    name = _string(positional[0].value) if positional else _string(kwargs["name"].value) if "name" in kwargs else None
+    if name is None:
+        raise MpsgenError("OpInfo name is not a string literal", location=location, hint="mpsgen reads literal names only")
+    variant = ""
+    if "variant_test_name" in kwargs:
+        variant = _string(kwargs["variant_test_name"].value)  # type: ignore[assignment]
+        if variant is None:
+            raise MpsgenError(
+                "variant_test_name is not a string literal", location=location, hint="mpsgen reads literal names only"
+            )
+
+    def text_of(keyword: str) -> str | None:
+        return module.code_for_node(kwargs[keyword].value) if keyword in kwargs else None
+
+    aliases: tuple[str, ...] = ()
+    if "aliases" in kwargs and isinstance(kwargs["aliases"].value, (cst.Tuple, cst.List)):
+        aliases = tuple(a for a in (_string(el.value) for el in kwargs["aliases"].value.elements) if a)
+    cls = call.func.value if isinstance(call.func, cst.Name) else module.code_for_node(call.func)
+    torch_opinfo_name = _string(kwargs["torch_opinfo_name"].value) if "torch_opinfo_name" in kwargs else None
+    return OpInfoRef(
+        name=name,
+        variant_test_name=variant,
+        key=name + variant,
+        aten_name=_string(kwargs["aten_name"].value) if "aten_name" in kwargs else None,
+        kind="python-ref" if torch_opinfo_name is not None else cls,
+        location=location,
+        span=(start, end),
+        dtypes=text_of("dtypes"),
+        aliases=aliases,
+        dtypes_if_mps=text_of("dtypesIfMPS"),
+        aten_backward_name=_string(kwargs["aten_backward_name"].value) if "aten_backward_name" in kwargs else None,
+        torch_opinfo_name=torch_opinfo_name,
+        call=cls,
+    )
+
+
+def _torch_dtype(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "torch":
+        return canonical_dtype(node.attr.value)
+    return None
+
+
+def evaluate_dtypes(node: cst.BaseExpression) -> frozenset[str] | None:
+    """The dtypes a `dtypes=`-style expression names (canonical names), or None when it is not a
+    literal list of `torch.<dtype>` or a common_dtype helper call over them."""
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        names = [_torch_dtype(el.value) for el in node.elements]
+        return frozenset(names) if all(names) else None  # type: ignore[arg-type]
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in DTYPE_HELPERS:
+        names = [_torch_dtype(arg.value) for arg in node.args]
+        if all(names) and all(arg.keyword is None and arg.star == "" for arg in node.args):
+            return DTYPE_HELPERS[node.func.value] | frozenset(names)  # type: ignore[arg-type]
+    return None
+
+
+def tested_dtypes(ref: OpInfoRef) -> frozenset[str] | None:
+    """The dtypes the MPS tests run for this OpInfo (`dtypesIfMPS` else `dtypes`, without float64 and
+    complex128), or None when they cannot be read statically."""
+    source = ref.dtypes_if_mps or ref.dtypes
+    if source is None:
+        return None
+    try:
+        found = evaluate_dtypes(cst.parse_expression(source))
+    except cst.ParserSyntaxError:
+        return None
+    return None if found is None else found - NOT_ON_MPS
+
+
+def render_dtypes(dtypes: frozenset[str]) -> str:
+    """A common_dtype helper call naming exactly `dtypes` as MPS tests them (float64/complex128, which
+    the helpers add, are never tested on MPS)."""
+    rest = set(dtypes)
+    if _I <= rest and "float32" in rest and "complex64" in rest:
+        base, rest = "all_types_and_complex_and", rest - _I - {"float32", "complex64"}
+    elif _I <= rest and "float32" in rest:
+        base, rest = "all_types_and", rest - _I - {"float32"}
+    elif "float32" in rest and "complex64" in rest:
+        base, rest = "floating_and_complex_types_and", rest - {"float32", "complex64"}
+    elif "float32" in rest:
+        base, rest = "floating_types_and", rest - {"float32"}
+    else:
+        base = "custom_types"
+    ordered = [d for d in _ORDER if d in rest] + sorted(rest - set(_ORDER))
+    if not ordered and base.endswith("_types_and"):
+        base = base[: -len("_and")]
+    return f"{base}({', '.join(f'torch.{d}' for d in ordered)})"
+
+
+@dataclass(frozen=True)
+class _Decorator:
+    element: cst.Element
+    start: int
+    end: int
+    line: int
+    verdict: str | None  # "removed-decorator" / "kept" / None (not about MPS)
+    detail: str
+
+
+def _callee(node: cst.BaseExpression) -> str:
+    while isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Name):
+        return node.value
+    return ""
+
+
+def _classify(element: cst.BaseExpression, covered: frozenset[str]) -> tuple[str | None, str]:
+    callee = _callee(element)
+    if callee != "DecorateInfo":
+        if callee in _MPS_ONLY_DECORATORS:
+            return "kept", f"{callee} applies to every test of the OpInfo; not tied to dtype coverage"
+        return None, ""
+    assert isinstance(element, cst.Call)
+    positional = [arg.value for arg in element.args if arg.keyword is None]
+    kw = {arg.keyword.value: arg.value for arg in element.args if arg.keyword is not None}
+    decorator = positional[0] if positional else kw.get("decorators")
+    slots = ("cls_name", "test_name", "device_type", "dtypes")
+    for slot, value in zip(slots, positional[1:]):
+        kw.setdefault(slot, value)
+    what = _callee(decorator) if decorator is not None else ""
+    device = _string(kw.get("device_type"))
+    if device != "mps" and what not in _MPS_ONLY_DECORATORS:
+        return None, ""
+    cls_name = _string(kw.get("cls_name")) or ""
+    test_name = _string(kw.get("test_name")) or ""
+    target = ".".join(part for part in (cls_name, test_name) if part) or "every test"
+    if what in _TOLERANCE_DECORATORS:
+        return "kept", f"{what} for {target} is a tolerance, not a failure"
+    if what not in _FAILURE_DECORATORS:
+        return "kept", f"{what or 'decorator'} for {target} is not an expected failure or skip"
+    kind = "skip" if "skip" in what.lower() else "expected failure"
+    if "dtypes" in kw:
+        dtypes = evaluate_dtypes(kw["dtypes"])
+        if dtypes is None:
+            return "kept", f"{kind} for {target}: dtypes are not statically readable"
+        relevant = dtypes - NOT_ON_MPS
+        missing = sorted(relevant - covered)
+        if relevant and not missing:
+            return "removed-decorator", f"{kind} for {target} on {', '.join(sorted(relevant))}: now registered"
+        return "kept", f"{kind} for {target}: the kernel does not register {', '.join(missing or sorted(dtypes))}"
+    if cls_name == "TestConsistency":
+        return "removed-decorator", f"{kind} for {target}: the Metal kernel replaces the implementation under test"
+    return "kept", f"{kind} for {target} is about behaviour, not dtype coverage"
+
+
+def plan_opinfo_edits(
+    text: str, path: str, refs: tuple[OpInfoRef, ...], covered: frozenset[str]
+) -> tuple[str, tuple[TestListChange, ...]]:
+    """The new text with the refs' fixed MPS failures removed and `dtypesIfMPS=` set to `covered`."""
+    covered = frozenset(canonical_dtype(d) for d in covered)
+    spans: list[tuple[int, int, str]] = []
+    changes: list[TestListChange] = []
+    index: LineIndex | None = None
+    for ref in refs:
+        start = ref.span[0]
+        call, positions, sindex = _parse_call(text, path, *ref.span)
+        first_line = ref.location.line
+
+        def span_of(node: cst.CSTNode) -> tuple[int, int]:
+            pos = positions[node]
+            return (
+                start + sindex.start_of(pos.start.line) + pos.start.column,
+                start + sindex.start_of(pos.end.line) + pos.end.column,
+            )
+
+        def line_of(node: cst.CSTNode) -> int:
+            return first_line + positions[node].start.line - 1
+
+        if index is None:
+            index = LineIndex(text)
+        for arg in call.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword in ("skips", "decorators") and isinstance(arg.value, (cst.Tuple, cst.List)):
+                elements = list(arg.value.elements)
+                verdicts = [_classify(el.value, covered) for el in elements]
+                remove = [verdict == "removed-decorator" for verdict, _ in verdicts]
+                for el, (verdict, detail) in zip(elements, verdicts):
+                    if verdict is not None:
+                        changes.append(TestListChange(verdict, ref.key, keyword, Location(path, line_of(el.value)), detail))
+                if remove and all(remove):
+                    whole = whole_lines_span(text, *span_of(arg), index)
+                    if whole is not None:
+                        spans.append((whole[0], whole[1], ""))
+                        continue
+                    # the argument shares a line with the call's end: leave an empty container
+                    opening = _OPENING.search(text, span_of(arg)[0])
+                    if opening is not None and opening.start() < span_of(arg.value)[0]:
+                        closing = match_bracket(text, opening.start())
+                        if closing > 0:
+                            spans.append((opening.start(), closing, "()" if opening.group() == "(" else "[]"))
+                            continue
+                close = len(text)  # a Tuple's position leaves out its parentheses; commas stop the scan anyway
+                parts = [Element(*span_of(el.value)) for el in elements]
+                spans.extend(removal_spans(text, parts, remove, close, index))
+            elif keyword == "dtypesIfMPS":
+                current = evaluate_dtypes(arg.value)
+                wanted = covered - NOT_ON_MPS
+                if current is not None and current - NOT_ON_MPS == wanted:
+                    continue
+                new = render_dtypes(wanted)
+                old_text = text[slice(*span_of(arg.value))]
+                spans.append((*span_of(arg.value), new))
+                changes.append(
+                    TestListChange(
+                        "updated-dtypesIfMPS",
+                        ref.key,
+                        "dtypesIfMPS",
+                        Location(path, line_of(arg.value)),
+                        f"{' '.join(old_text.split())} -> {new} (the registered dtypes)",
+                    )
+                )
+    return replace_spans(text, spans), tuple(changes)

@@ -1,0 +1,378 @@
+"""`torch/testing/_internal/common_mps.py`: the MPS xfail/skip dicts and `SUPPORTED_COMPLEX_OPS`.
+
+Dicts are found by shape, not by name: any dict literal assigned to a name whose values are all
+`None` or lists/tuples of `torch.<dtype>`, wherever it sits (function bodies, `if` branches). libcst
+locates them; edits are span replacements, so everything else stays byte-identical.
+
+Rules (the issue leaves these to us):
+- A list value loses the dtypes the kernel registers (aliases such as `torch.half` count); the entry
+  goes when nothing is left. Dtypes MPS never tests (float64, complex128) never count as "left" only
+  if they are absent; a list holding them keeps them and the entry stays.
+- A `None` value means "every dtype the OpInfo tests": the entry goes when the kernel covers the
+  OpInfo's MPS-tested dtypes (`tested_dtypes[key]`, from `opinfo.tested_dtypes`), or, when those are
+  unknown, float + integer + complex64 (`ALL_MPS_DTYPES`).
+- Entries of dicts about something other than a missing kernel are reported, never edited, unless
+  `drop_undefined=True`: dicts named `*UNDEFINED*`, and entries whose comment (the comment block
+  heading their group, or their own trailing comment) speaks of precision, accuracy, randomness,
+  undefined behaviour or flakiness.
+- Forward kernels edit the dicts of forward modifiers; `backward=True` (a `*_backward` kernel) edits
+  the dicts of functions whose name mentions `grad` instead. Error-input lists are never edited.
+- A comment block directly above removed entries goes only when every entry of the group it heads
+  goes (a group runs until the next comment block or blank line).
+- `SUPPORTED_COMPLEX_OPS` gains the key in sorted position when the set is sorted, else at its end.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mpsgen.dtypes import TORCH_DTYPE_ALIASES, TORCH_DTYPES
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Location
+from mpsgen.pylists import Element, comment_groups, element_lines, removal_spans, syntax_error_line
+from mpsgen.textedit import LineIndex, newline_of, replace_spans
+
+ALL_MPS_DTYPES = frozenset(TORCH_DTYPES["float"] + TORCH_DTYPES["integer"] + ("complex64",))
+COMPLEX_SET_NAME = "SUPPORTED_COMPLEX_OPS"
+_ELSEWHERE = re.compile(r"precision|accura|random|undefined|non-?determin|flaky", re.IGNORECASE)
+
+ACTIONS = ("removed-dtypes", "removed-entry", "kept", "added-complex", "removed-decorator", "updated-dtypesIfMPS")
+
+
+@dataclass(frozen=True)
+class TestListChange:
+    """One report item: what happened to one key in one dict (or OpInfo argument), and why."""
+
+    __test__ = False  # not a pytest class
+
+    action: str
+    key: str
+    dict_name: str
+    location: Location
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.action}: {self.dict_name}[{self.key!r}]: {self.detail}"
+
+
+def canonical_dtype(name: str) -> str:
+    """`half` -> `float16`; names without an alias come back unchanged."""
+    return TORCH_DTYPE_ALIASES.get(name, name)
+
+
+@dataclass(frozen=True)
+class XfailEntry:
+    key: str
+    dtypes: tuple[str, ...] | None  # as written after `torch.`; None for a `None` value
+    location: Location
+    span: tuple[int, int]  # the `"key": value` text
+    comment: str  # the comments that govern the entry (group heading + its own)
+
+
+@dataclass(frozen=True)
+class XfailDict:
+    name: str
+    function: str  # innermost enclosing function, "" at module level
+    location: Location
+    entries: tuple[XfailEntry, ...]
+    span: tuple[int, int]  # the dict literal, braces included
+
+    @property
+    def section(self) -> str:
+        if "error" in self.function:
+            return "error-inputs"
+        if "grad" in self.function:
+            return "grad"
+        return "forward"
+
+    @property
+    def about_something_else(self) -> bool:
+        return "UNDEFINED" in self.name.upper()
+
+
+@dataclass(frozen=True)
+class _Container:
+    name: str
+    function: str
+    node: cst.Dict | cst.Set
+    span: tuple[int, int]
+
+
+def _torch_dtype(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "torch":
+        return node.attr.value
+    return None
+
+
+def _dtype_value(node: cst.BaseExpression) -> tuple[str, ...] | None | bool:
+    """The dtypes of a dict value: a tuple of names, None for `None`, False when not a dtype list."""
+    if isinstance(node, cst.Name) and node.value == "None":
+        return None
+    if isinstance(node, (cst.List, cst.Tuple)):
+        names = [_torch_dtype(el.value) for el in node.elements]
+        if all(isinstance(el, cst.Element) for el in node.elements) and all(names):
+            return tuple(names)  # type: ignore[arg-type]
+    return False
+
+
+def _is_xfail_dict(node: cst.BaseExpression) -> bool:
+    if not isinstance(node, cst.Dict) or not node.elements:
+        return False
+    for el in node.elements:
+        if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+            return False
+        if _dtype_value(el.value) is False:
+            return False
+    return True
+
+
+def _is_string_set(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Set) and all(
+        isinstance(el, cst.Element) and isinstance(el.value, cst.SimpleString) for el in node.elements
+    )
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self, index: LineIndex, positions):
+        super().__init__()
+        self.index = index
+        self.positions = positions
+        self.functions: list[str] = []
+        self.found: list[_Container] = []
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        pos = self.positions[node]
+        return (
+            self.index.start_of(pos.start.line) + pos.start.column,
+            self.index.start_of(pos.end.line) + pos.end.column,
+        )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def _assigned(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if not isinstance(target, cst.Name) or value is None:
+            return
+        if _is_xfail_dict(value) or (target.value == COMPLEX_SET_NAME and _is_string_set(value)):
+            function = self.functions[-1] if self.functions else ""
+            self.found.append(_Container(target.value, function, value, self.span(value)))  # type: ignore[arg-type]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1:
+            self._assigned(node.targets[0].target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._assigned(node.target, node.value)
+
+
+def _parse(text: str, path: str) -> tuple[list[_Container], LineIndex, _Collector]:
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise MpsgenError(
+            f"cannot parse Python: {exc.message}",
+            location=Location(path, syntax_error_line(text, exc.raw_line)),
+            hint="fix the syntax error before running mpsgen",
+        ) from exc
+    index = LineIndex(text)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    collector = _Collector(index, wrapper.resolve(PositionProvider))
+    wrapper.module.visit(collector)
+    return collector.found, index, collector
+
+
+def _string_value(node: cst.SimpleString) -> str:
+    value = node.evaluated_value
+    return value if isinstance(value, str) else value.decode()
+
+
+def _governing_comments(text: str, index: LineIndex, elements: list[Element], close: int) -> list[str]:
+    owned = element_lines(text, index, elements, close)
+    comments: list[str] = []
+    for i, element in enumerate(elements):
+        own = [ln.strip() for ln in _lines(text, index, index.line_of(element.start), index.line_of(element.end))]
+        own = [ln[ln.index("#") :] for ln in own if "#" in ln]
+        heading: list[str] = []
+        if owned is not None:
+            for group in comment_groups(text, index, owned):
+                if i in group and owned[group[0]].comment_first is not None:
+                    head = owned[group[0]]
+                    heading = [ln.strip() for ln in _lines(text, index, head.comment_first, head.first_line - 1)]
+        comments.append("\n".join(heading + own))
+    return comments
+
+
+def _lines(text: str, index: LineIndex, first: int, last: int) -> list[str]:
+    return [text[index.start_of(ln) : index.end_of(ln)] for ln in range(first, last + 1)]
+
+
+def _entries(text: str, path: str, index: LineIndex, collector: _Collector, found: _Container) -> tuple[XfailEntry, ...]:
+    node = found.node
+    elements = [Element(*collector.span(el.key)[:1], collector.span(el.value)[1]) for el in node.elements]  # type: ignore[union-attr]
+    comments = _governing_comments(text, index, elements, found.span[1] - 1)
+    entries = []
+    for el, element, comment in zip(node.elements, elements, comments):
+        value = _dtype_value(el.value)  # type: ignore[union-attr]
+        entries.append(
+            XfailEntry(
+                key=_string_value(el.key),  # type: ignore[union-attr, arg-type]
+                dtypes=value,  # type: ignore[arg-type]
+                location=Location(path, index.line_of(element.start)),
+                span=(element.start, element.end),
+                comment=comment,
+            )
+        )
+    return tuple(entries)
+
+
+def find_xfail_dicts(text: str, path: str) -> tuple[XfailDict, ...]:
+    """Every dict literal shaped like an xfail/skip list (key -> dtype list or None), in file order."""
+    found, index, collector = _parse(text, path)
+    return tuple(_xfail_dicts(text, path, found, index, collector))
+
+
+def _xfail_dicts(text, path, found, index, collector):
+    for item in found:
+        if isinstance(item.node, cst.Dict):
+            yield XfailDict(
+                name=item.name,
+                function=item.function,
+                location=Location(path, index.line_of(item.span[0])),
+                entries=_entries(text, path, index, collector, item),
+                span=item.span,
+            )
+
+
+def _fmt(dtypes) -> str:
+    return "[" + ", ".join(f"torch.{d}" for d in dtypes) + "]"
+
+
+def _decide(
+    table: XfailDict,
+    entry: XfailEntry,
+    covered: frozenset[str],
+    drop_undefined: bool,
+    tested: frozenset[str] | None,
+    wanted_section: str,
+) -> tuple[str, str, tuple[str, ...]]:
+    """(action, why, dtypes to remove)."""
+    if table.section != wanted_section:
+        what = {"grad": "a gradient list", "forward": "a forward list", "error-inputs": "an error-inputs list"}
+        return "kept", f"{what[table.section]}; a {wanted_section} kernel does not change it", ()
+    if not drop_undefined:
+        if table.about_something_else:
+            return "kept", f"{table.name} is about undefined/precision behaviour, not a missing kernel (drop_undefined=True removes it)", ()
+        if _ELSEWHERE.search(entry.comment):
+            first = next(ln for ln in entry.comment.splitlines() if _ELSEWHERE.search(ln))
+            return "kept", f"its comment is about precision/randomness ({first!r}); drop_undefined=True removes it", ()
+    if entry.dtypes is None:
+        needed = tested if tested is not None else ALL_MPS_DTYPES
+        source = "the OpInfo's MPS dtypes" if tested is not None else "all dtypes (float, integer, complex64)"
+        missing = sorted(needed - covered)
+        if missing:
+            return "kept", f"None means {source}; the kernel does not register {', '.join(missing)}", ()
+        return "removed-entry", f"None ({source}) is now covered by the kernel", ()
+    gone = tuple(d for d in entry.dtypes if canonical_dtype(d) in covered)
+    left = tuple(d for d in entry.dtypes if canonical_dtype(d) not in covered)
+    if not gone:
+        return "kept", f"{_fmt(entry.dtypes)}: none of these is registered by the kernel", ()
+    if not left:
+        return "removed-entry", f"every listed dtype is now covered: {_fmt(entry.dtypes)}", gone
+    return "removed-dtypes", f"removed {_fmt(gone)}, kept {_fmt(left)} (not registered by the kernel)", gone
+
+
+def plan_testlist_edits(
+    text: str,
+    path: str,
+    keys: tuple[str, ...],
+    covered: frozenset[str],
+    complex_supported: bool,
+    drop_undefined: bool = False,
+    *,
+    tested_dtypes: Mapping[str, frozenset[str]] | None = None,
+    backward: bool = False,
+) -> tuple[str, tuple[TestListChange, ...]]:
+    """The new text of common_mps.py and the report, for a kernel registering the torch dtypes
+    `covered` (`mpsgen.dtypes.torch_dtypes_for(groups)`) that serves the OpInfo keys `keys`."""
+    found, index, collector = _parse(text, path)
+    covered = frozenset(canonical_dtype(d) for d in covered)
+    wanted_section = "grad" if backward else "forward"
+    spans: list[tuple[int, int, str]] = []
+    changes: list[TestListChange] = []
+    for table in _xfail_dicts(text, path, found, index, collector):
+        container = next(c for c in found if c.span == table.span)
+        remove_flags = [False] * len(table.entries)
+        for i, entry in enumerate(table.entries):
+            if entry.key not in keys:
+                continue
+            tested = tested_dtypes.get(entry.key) if tested_dtypes else None
+            action, why, gone = _decide(table, entry, covered, drop_undefined, tested, wanted_section)
+            changes.append(TestListChange(action, entry.key, table.name, entry.location, why))
+            if action == "removed-entry":
+                remove_flags[i] = True
+            elif action == "removed-dtypes":
+                value = container.node.elements[i].value  # type: ignore[union-attr]
+                spans.extend(_list_removal(text, index, collector, value, gone))
+        elements = [Element(*e.span) for e in table.entries]
+        spans.extend(removal_spans(text, elements, remove_flags, table.span[1] - 1, index))
+    if complex_supported:
+        for container in found:
+            if isinstance(container.node, cst.Set):
+                for key in keys:
+                    edit = _complex_insertion(text, path, index, collector, container, key)
+                    if edit is not None:
+                        spans.append(edit[0])
+                        changes.append(TestListChange("added-complex", key, container.name, edit[1], edit[2]))
+    return replace_spans(text, spans), tuple(changes)
+
+
+def _list_removal(text, index, collector, value, gone) -> list[tuple[int, int, str]]:
+    names = [_torch_dtype(el.value) for el in value.elements]
+    elements = [Element(*collector.span(el.value)) for el in value.elements]
+    remove = [name in gone for name in names]
+    close = collector.span(value)[1] - 1
+    return removal_spans(text, elements, remove, close, index)
+
+
+def _complex_insertion(text, path, index, collector, container, key):
+    """(span edit, location, detail) adding `key` to a set of strings, or None when it is there."""
+    node = container.node
+    values = [_string_value(el.value) for el in node.elements]
+    if key in values:
+        return None
+    spans = [collector.span(el.value) for el in node.elements]
+    close = container.span[1] - 1
+    sorted_set = values == sorted(values)
+    quote = node.elements[0].value.quote if node.elements else '"'
+    literal = f"{quote}{key}{quote}"
+    where = "sorted position" if sorted_set else "end (the set is not sorted)"
+    detail = f"added {literal} at the {where}"
+    if not spans:
+        return (close, close, literal), Location(path, index.line_of(close)), detail
+    before = next((i for i, v in enumerate(values) if v > key), None) if sorted_set else None
+    owned = element_lines(text, index, [Element(*s) for s in spans], close)
+    nl = newline_of(text)
+    if owned is not None:
+        indent = text[index.start_of(owned[0].first_line) : spans[0][0]]
+        if before is not None:
+            line = owned[before].comment_first or owned[before].first_line
+            at = index.start_of(line)
+            return (at, at, f"{indent}{literal},{nl}"), Location(path, line), detail
+        last = owned[-1]
+        after_last = text[spans[-1][1] : index.end_of(last.last_line)]
+        if after_last.lstrip().startswith(","):
+            at = index.end_of(last.last_line)
+            return (at, at, f"{indent}{literal},{nl}"), Location(path, last.last_line + 1), detail
+    if before is not None:
+        at = spans[before][0]
+        return (at, at, f"{literal}, "), Location(path, index.line_of(at)), detail
+    at = spans[-1][1]
+    return (at, at, f", {literal}"), Location(path, index.line_of(at)), detail

@@ -1,0 +1,128 @@
+"""Shared fixtures: the miniature checkout and files from the PyTorch 2.13.0 wheel."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_CHECKOUT = ROOT / "fixtures" / "pytorch"
+TORCH_VERSION = "2.13.0"
+
+# wheel member prefix -> checkout directory, and which members to take from it
+_WHEEL_LAYOUT = (
+    ("torchgen/packaged/ATen/native/", "aten/src/ATen/native/", (".yaml",), False),
+    ("torch/include/ATen/native/mps/", "aten/src/ATen/native/mps/", (".h",), False),
+    ("torch/include/ATen/native/", "aten/src/ATen/native/", (".h",), False),
+    ("torch/include/c10/metal/", "c10/metal/", (".h",), False),
+    ("torch/testing/_internal/opinfo/", "torch/testing/_internal/opinfo/", (".py",), True),
+    ("torch/testing/_internal/common_mps.py", "torch/testing/_internal/common_mps.py", (), False),
+    (
+        "torch/testing/_internal/common_methods_invocations.py",
+        "torch/testing/_internal/common_methods_invocations.py",
+        (),
+        False,
+    ),
+)
+
+
+def _wheel_cache() -> Path:
+    return Path(os.environ.get("MPSGEN_WHEEL_CACHE") or Path.home() / ".cache" / "mpsgen-wheel")
+
+
+def _find_wheel(cache: Path) -> Path | None:
+    found = sorted(cache.glob(f"torch-{TORCH_VERSION}[-+]*.whl"))
+    return found[0] if found else None
+
+
+def _download_wheel(cache: Path) -> Path:
+    wheel = _find_wheel(cache)
+    if wheel is not None:
+        return wheel
+    cache.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", f"torch=={TORCH_VERSION}", "-d", str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    wheel = _find_wheel(cache)
+    if result.returncode != 0 or wheel is None:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no wheel downloaded"]
+        raise RuntimeError(tail[0])
+    return wheel
+
+
+def _target(member: str) -> str | None:
+    """Where a wheel member goes in the checkout layout, or None when it is not needed."""
+    for prefix, dest, suffixes, recursive in _WHEEL_LAYOUT:
+        if not suffixes:
+            if member == prefix:
+                return dest
+            continue
+        if not member.startswith(prefix) or not member.endswith(suffixes):
+            continue
+        rest = member[len(prefix) :]
+        if "/" in rest and not recursive:
+            continue
+        return str(PurePosixPath(dest) / rest)
+    return None
+
+
+@pytest.fixture(scope="session")
+def real_torch_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory laid out like a PyTorch checkout, filled from the torch 2.13.0 wheel:
+    native_functions.yaml (+ tags.yaml), ATen/native headers (and mps/), c10/metal headers,
+    common_mps.py, common_methods_invocations.py and opinfo/. Skips when the wheel is unavailable."""
+    try:
+        wheel = _download_wheel(_wheel_cache())
+        root = tmp_path_factory.mktemp("torch-checkout")
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.namelist():
+                target = _target(member)
+                if target is None:
+                    continue
+                path = root / target
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(archive.read(member))
+    except (OSError, RuntimeError, subprocess.SubprocessError, zipfile.BadZipFile) as exc:
+        pytest.skip(f"PyTorch {TORCH_VERSION} wheel unavailable: {exc}")
+    return root
+
+
+@pytest.fixture(scope="session")
+def fixture_checkout() -> Path:
+    """The hand-written miniature checkout."""
+    return FIXTURE_CHECKOUT
+
+
+class Golden:
+    """Golden unified diffs under tests/golden/<family>/<case>.diff; MPSGEN_REGEN_GOLDEN=1 rewrites."""
+
+    def __init__(self, family: str):
+        self.directory = Path(__file__).resolve().parent / "golden" / family
+
+    @staticmethod
+    def unified(path: str, before: str, after: str) -> str:
+        return "".join(
+            difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{path}", f"b/{path}")
+        )
+
+    def check(self, case: str, text: str) -> None:
+        target = self.directory / f"{case}.diff"
+        if os.environ.get("MPSGEN_REGEN_GOLDEN") == "1":
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        assert target.exists(), f"no golden {target.name}; run with MPSGEN_REGEN_GOLDEN=1 and review it"
+        assert text == target.read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def golden_testlists() -> Golden:
+    return Golden("testlists")
