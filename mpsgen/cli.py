@@ -69,6 +69,8 @@ def _kernel_options(func):
                      help="Only these overloads (e.g. Tensor_out) and the entries delegating to them. Repeatable."),
         click.option("--kernel-file", default=None, metavar="FILE", help="The .metal file for the functor (default: chosen by the stub's header)."),
         click.option("--host-file", default=None, metavar="FILE", help="The .mm host file for the kernel function (default: chosen by the stub's header)."),
+        click.option("--drop-undefined", is_flag=True,
+                     help="Also drop the op's UNDEFINED_XFAILLIST / precision / random entries in common_mps.py (reported otherwise)."),
         click.option("--dry-run", is_flag=True, help="Print the unified diff of every change; write nothing."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the human report."),
     ]
@@ -77,7 +79,7 @@ def _kernel_options(func):
     return func
 
 
-def _options(expr, dtypes, stub, overloads, kernel_file, host_file):
+def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined=False):
     from mpsgen.dtypes import parse_groups
     from mpsgen.resolve import Options
 
@@ -88,6 +90,7 @@ def _options(expr, dtypes, stub, overloads, kernel_file, host_file):
         overloads=tuple(overloads),
         kernel_file=kernel_file,
         host_file=host_file,
+        drop_undefined=drop_undefined,
     )
 
 
@@ -95,13 +98,13 @@ def _options(expr, dtypes, stub, overloads, kernel_file, host_file):
 @click.argument("op")
 @_kernel_options
 @click.pass_obj
-def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dry_run, as_json):
+def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json):
     """Give OP (CPU/CUDA kernels through a shared stub) a native Metal MPS kernel."""
 
     def run():
         from mpsgen.newop import plan_new_op
 
-        plan = plan_new_op(state.checkout(), op, _options(expr, dtypes, stub, overloads, kernel_file, host_file))
+        plan = plan_new_op(state.checkout(), op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
         return _finish(plan, "new-op", dry_run, as_json)
 
     sys.exit(run_guarded(state, run))
@@ -111,7 +114,7 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dry
 @click.argument("ops", nargs=-1, required=True)
 @_kernel_options
 @click.pass_obj
-def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, dry_run, as_json):
+def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json):
     """Move OPS from MPSGraph onto native Metal kernels (several ops: one transaction)."""
 
     def run():
@@ -121,7 +124,7 @@ def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, d
             from mpsgen.errors import MpsgenError
 
             raise MpsgenError("--expr, --stub, --kernel-file and --host-file apply to one op", hint="migrate such ops one at a time")
-        plan = plan_migrate(state.checkout(), tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file))
+        plan = plan_migrate(state.checkout(), tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
         return _finish(plan, "migrate", dry_run, as_json)
 
     sys.exit(run_guarded(state, run))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mpsgen.checkout import OPERATIONS_DIR, Checkout, Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Plan
-from mpsgen.newop import add_next_steps, plan_native_kernel
+from mpsgen.newop import plan_native_kernel
 from mpsgen.resolve import Context, OpSpec, Options, resolve_op
 from mpsgen.templates import Templates
 
@@ -22,7 +22,6 @@ def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options) -> 
         if spec.legacy:
             plan_legacy(ws, spec)
         check_single_registration(ws, spec)
-        add_next_steps(ws, spec)
     return ws.plan(tuple(dict.fromkeys(ops)))
 
 

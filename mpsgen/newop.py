@@ -36,6 +36,10 @@ def plan_native_kernel(ws: Workspace, ctx: Context, templates: Templates, spec: 
         alpha=spec.alpha, iterator_type=spec.iterator_type,
         kernel_stem=spec.kernel_file.rsplit("/", 1)[-1].removesuffix(".metal"),
     )
+    from mpsgen.expectations import plan_expectations
+
+    tests = plan_expectations(ws, spec, choice.groups, drop_undefined=options.drop_undefined)
+    add_next_steps(ws, spec, tests)
 
 
 def plan_new_op(checkout: Checkout, op: str, options: Options) -> Plan:
@@ -44,10 +48,10 @@ def plan_new_op(checkout: Checkout, op: str, options: Options) -> Plan:
     templates = Templates(checkout.root)
     spec = resolve_op(ctx, op, options, mode="new-op")
     plan_native_kernel(ws, ctx, templates, spec, options)
-    add_next_steps(ws, spec)
     return ws.plan((op,))
 
 
-def add_next_steps(ws: Workspace, spec: OpSpec) -> None:
+def add_next_steps(ws: Workspace, spec: OpSpec, tests: tuple[str, ...]) -> None:
     ws.add_note("build: cd build && ninja torch_cpu")
-    ws.add_note(f"test: python test/test_mps.py -k test_output_match_{spec.op}")
+    for test in tests or (f"test_output_match_{spec.op}",):
+        ws.add_note(f"test: python test/test_mps.py -k {test}")

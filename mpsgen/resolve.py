@@ -45,6 +45,7 @@ class Options:
     overloads: tuple[str, ...] = ()
     kernel_file: str | None = None
     host_file: str | None = None
+    drop_undefined: bool = False
 
 
 @dataclass(frozen=True)

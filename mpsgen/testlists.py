@@ -264,6 +264,8 @@ def _decide(
     wanted_section: str,
 ) -> tuple[str, str, tuple[str, ...]]:
     """(action, why, dtypes to remove)."""
+    if "SPARSE" in table.name.upper():
+        return "kept", f"{table.name} is about sparse tensors; a dense Metal kernel does not change it", ()
     if table.section != wanted_section:
         what = {"grad": "a gradient list", "forward": "a forward list", "error-inputs": "an error-inputs list"}
         return "kept", f"{what[table.section]}; a {wanted_section} kernel does not change it", ()
