@@ -423,11 +423,15 @@ class _Scanner:
         end = line_end if not masked[code_end:line_end].strip() else code_end
         line_count = last_line - line + 1
         if start == index.start_of(line) and end == line_end:
+            # one blank line goes with the item, so that deleting it leaves one blank line between
+            # its neighbours: the one below when the item is separated from what is above it, else
+            # (the last item of a scope) the one above; none inside a group of adjacent lines.
+            above = text[index.start_of(line - 1) : start] if line > 1 else ""
+            separated_above = line == 1 or not above.strip() or self.code[index.start_of(line - 1) : start].rstrip().endswith("{")
             nxt_end = index.end_of(last_line + 1)
-            if last_line < index.line_count and not text[line_end:nxt_end].strip():
+            if separated_above and last_line < index.line_count and not text[line_end:nxt_end].strip():
                 end = nxt_end
-            elif line > 1 and not text[index.start_of(line - 1) : start].strip() and self.ends_scope(line_end):
-                # last item of its scope: take the blank line above instead
+            elif line > 1 and not above.strip() and self.ends_scope(line_end):
                 start = index.start_of(line - 1)
         self.found.append(
             Definition(
@@ -456,7 +460,11 @@ class _Scanner:
         for d in self.directives:
             if d.word != "define" or any(s <= d.start < e for s, e in inside):
                 continue
-            enclosing = [x.name for x in self.found if x.kind == "namespace" and x.code_start <= d.start < x.code_end]
+            enclosing = [
+                x.name
+                for x in sorted(self.found, key=lambda x: x.code_start)
+                if x.kind == "namespace" and x.code_start <= d.start < x.code_end
+            ]
             code_end = d.end - 1 if self.text[d.end - 1 : d.end] == "\n" else d.end
             self.add(d.start, code_end, "macro", d.name, enclosing)
 
