@@ -298,7 +298,6 @@ class _Scanner:
             if code.startswith("@autoreleasepool", pos):
                 raise self.fail(pos, "@autoreleasepool outside a function", "check the braces above")
         j = pos
-        initializer = False
         while j < n:
             ch = code[j]
             if ch in "([":
@@ -313,9 +312,7 @@ class _Scanner:
             if ch == ";":
                 self.add_declaration(pos, j + 1, namespaces)
                 return j + 1
-            if ch == "=" and code[j + 1 : j + 2] != "=" and code[j - 1 : j] not in ("=", "!", "<", ">"):
-                initializer = True
-            elif ch == "}":
+            if ch == "}":
                 raise self.fail(pos, "statement without ';' before '}'", "check this statement")
             elif ch == "{":
                 head = code[pos:j]
@@ -327,6 +324,7 @@ class _Scanner:
                         raise self.fail(pos, f"namespace {name} is never closed", "check the braces")
                     self.add(pos, close + 1, "namespace", name, namespaces)
                     return close + 1
+                initializer = _has_initializer(head)
                 close = match_brace(code, j)
                 self.check_branches(pos, pos, close if close >= 0 else n, "this definition")
                 if close < 0:
@@ -393,7 +391,7 @@ class _Scanner:
             self.add(pos, end, kind, m.group(2), namespaces, static=False)
             return
         name = _declarator_name(head)
-        if not name:
+        if not name or re.fullmatch(r"\s*[A-Za-z_]\w*\s*\(.*\)\s*", head, re.S):
             raise self.fail(
                 pos,
                 "cannot tell what this body defines",
@@ -485,6 +483,12 @@ def _flatten(code: str) -> str:
         elif depth == 0:
             out.append(ch)
     return "".join(out)
+
+
+def _has_initializer(head: str) -> bool:
+    """`... = {` or `... = [](){`: the braces that follow initialise a variable."""
+    flat = re.sub(r"\boperator\s*[^\s\w(]*", "operator", _flatten(_strip_template(head)))
+    return bool(re.search(r"(?<![=!<>])=(?!=)", flat))
 
 
 def _strip_template(head: str) -> str:
