@@ -380,7 +380,8 @@ class _Scanner:
         flat = _flatten(_strip_template(head))
         if "=" not in flat and not re.match(r"\s*(using|typedef|static_assert)\b", flat):
             name = _declarator_name(head) or ""
-        self.add(pos, end, "declaration", name, namespaces)
+        static = bool(name) and bool(re.search(r"\bstatic\b", flat.split(name)[0]))
+        self.add(pos, end, "declaration", name, namespaces, static=static)
 
     def add_function(self, pos: int, brace: int, end: int, namespaces: list[str]) -> None:
         head = self.code[pos:brace]

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from mpsgen.cpp import Definition, find_definitions, find_directives, identifiers, mask_code
+from mpsgen.cpp import Definition, code_only, find_definitions, find_directives, identifiers, mask_code
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 from mpsgen.textedit import LineIndex, replace_spans
@@ -190,6 +190,10 @@ def plan_legacy_removal(
             break
     kept_notes = _kept_notes(sources, still_used)
 
+    for src in sources.values():
+        if src.removed:
+            _remove_emptied_namespaces(src)
+
     # 3. the op's per-operator header include
     for src in sources.values():
         if src.removed:
@@ -202,8 +206,12 @@ def plan_legacy_removal(
         if not src.removed:
             continue
         texts[src.path] = src.remaining_text()
+        if not code_only(mask_code(texts[src.path]), find_directives(texts[src.path])).strip():
+            kept_notes.append(f"{src.path}: kept the file: only preprocessor lines are left (delete it by hand)")
         index = LineIndex(src.text)
         for d, kind in sorted(src.removed, key=lambda item: item[0].start):
+            if kind == "namespace":
+                continue  # an emptied namespace block goes with its last member
             removals.append(
                 Removal(
                     kind=kind,
@@ -213,15 +221,52 @@ def plan_legacy_removal(
                     graph_sites=d.identifiers[GRAPH_SITE],
                 )
             )
-    dangling = find_dangling_references(texts | {p: s.text for p, s in sources.items() if p not in texts}, removed_names)
+    dangling = _dangling(sources, kernels)
     if dangling:
-        where = dangling[0]
+        name, where = dangling[0]
         raise MpsgenError(
-            f"removing {op}'s legacy kernels would leave code naming a removed definition",
+            f"removing {op}'s legacy kernels would leave this code naming the removed {name}",
             location=where,
             hint="migrate the op using it in the same run, or keep its legacy implementation",
         )
     return LegacyResult(texts=texts, removals=tuple(removals), kept=tuple(kept + kept_notes))
+
+
+def _dangling(sources: dict[str, _Source], kernels: set[str]) -> list[tuple[str, Location]]:
+    """Code outside the removed spans still naming a removed function or macro (in the original
+    text, so that the location is where the user reads it)."""
+    out = []
+    for src in sources.values():
+        for d, kind in src.removed:
+            if kind in ("include", "namespace"):
+                continue
+            names = [a for a in d.args if a in kernels] if kind == "macro-instance" else [d.name]
+            scope = [src] if src.file_local and (d.is_static or kind == "macro") else list(sources.values())
+            for name in names:
+                out.extend((name, loc) for loc in _reference_locations(sources, name, scope))
+    return sorted(set(out), key=lambda item: (item[1], item[0]))
+
+
+_EMPTY_NAMESPACE = re.compile(r"\s*(?:inline\s+)?namespace\s*[\w:]*\s*\{\s*\}[ \t]*(?://[^\n]*)?\s*")
+
+
+def _remove_emptied_namespaces(src: _Source) -> None:
+    """A namespace block the removal emptied goes too (innermost first); one that was already empty,
+    or that still holds a comment, stays."""
+    changed = True
+    while changed:
+        changed = False
+        for ns in src.definitions:
+            if ns.kind != "namespace" or src.is_removed(ns):
+                continue
+            inner = [(d.start, d.end) for d, _ in src.removed if ns.code_start < d.start and d.end <= ns.end]
+            if not inner:
+                continue
+            spans = _merged_spans(inner)
+            left = replace_spans(src.text[ns.code_start : ns.end], [(a - ns.code_start, b - ns.code_start, "") for a, b in spans])
+            if _EMPTY_NAMESPACE.fullmatch(left):
+                src.removed.append((ns, "namespace"))
+                changed = True
 
 
 def _remove_prototypes(sources: dict[str, _Source], name: str, remove) -> None:
@@ -323,11 +368,27 @@ def _plan_include_removal(src: _Source, op: str, header_symbols: set[str], kept:
     for d in includes:
         src.removed.append((_directive_item(src, d, wanted), "include"))
     # an `#else` branch left empty goes with its line: `#ifndef X ... #endif` stays valid and tidy
-    for before, after in zip(directives, directives[1:]):
-        if before.word == "else" and after.word == "endif" and any(before.end <= d.start < after.start for d in includes):
-            gone = _merged_spans([(x.start, x.end) for x, _ in src.removed])
-            if _only_blank_left(src.text, before.end, after.start, gone):
-                src.removed.append((_directive_item(src, before, "#else"), "include"))
+    gone = _merged_spans([(x.start, x.end) for x, _ in src.removed])
+    for branch, endif in _else_branches(directives):
+        if any(branch.end <= d.start < endif.start for d in includes) and _only_blank_left(
+            src.text, branch.end, endif.start, gone
+        ):
+            src.removed.append((_directive_item(src, branch, "#else"), "include"))
+
+
+def _else_branches(directives):
+    """(`#else`, its `#endif`) pairs."""
+    pairs, stack = [], []
+    for d in directives:
+        if d.word in ("if", "ifdef", "ifndef"):
+            stack.append(None)
+        elif d.word == "else" and stack:
+            stack[-1] = d
+        elif d.word == "endif" and stack:
+            opened = stack.pop()
+            if opened is not None:
+                pairs.append((opened, d))
+    return pairs
 
 
 def _directive_item(src: _Source, d, name: str) -> Definition:
