@@ -76,6 +76,14 @@ class _Source:
         return self._defs
 
     @property
+    def scannable(self) -> bool:
+        try:
+            self.definitions
+        except MpsgenError:
+            return False
+        return True
+
+    @property
     def file_local(self) -> bool:
         return self.path.endswith(_FILE_LOCAL_SUFFIXES)
 
@@ -277,14 +285,19 @@ def _remove_prototypes(sources: dict[str, _Source], name: str, remove) -> None:
                     remove(src, d, "function")
 
 
-def _helper_candidates(sources: dict[str, _Source], name: str) -> list[tuple[_Source, Definition, str]]:
+def _helper_candidates(sources: dict[str, _Source], name: str) -> list[tuple[_Source, Definition, str]] | None:
     """Definitions of `name` that may go when unused: static functions, functions in a `mps`
-    namespace, `#define` macros."""
+    namespace, `#define` macros. None when a file naming it cannot be scanned (then nothing of that
+    name is removed: the unscannable file might define or use it in a way we cannot see)."""
     out = []
     for src in sources.values():
         if name not in src.ids:
             continue
-        for d in src.definitions:
+        try:
+            definitions = src.definitions
+        except MpsgenError:
+            return None
+        for d in definitions:
             if d.name != name or src.is_removed(d):
                 continue
             if d.kind == "macro":
@@ -303,6 +316,8 @@ def _scope_of(sources: dict[str, _Source], src: _Source, d: Definition) -> list[
 def _try_remove_unused(sources, name, remove) -> bool | None:
     """Remove every candidate definition of `name` nothing else references. None: no candidate."""
     candidates = _helper_candidates(sources, name)
+    if candidates is None:
+        return False
     if not candidates:
         return None
     removed_any = False
@@ -327,7 +342,12 @@ def _in(src: _Source, d: Definition) -> bool:
 def _kept_notes(sources: dict[str, _Source], names: set[str]) -> list[str]:
     notes = []
     for name in sorted(names):
-        for src, d, kind in _helper_candidates(sources, name):
+        candidates = _helper_candidates(sources, name)
+        if candidates is None:
+            unscannable = [p for p, s in sources.items() if name in s.ids and not s.scannable]
+            notes.append(f"kept {name}: {', '.join(unscannable)} names it and cannot be scanned")
+            continue
+        for src, d, kind in candidates:
             users = _reference_locations(sources, name, _scope_of(sources, src, d))
             if not users:
                 continue

@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mpsgen.cpp import find_definitions, find_directives, identifiers, mask_code, match_brace
 from mpsgen.errors import MpsgenError
@@ -394,3 +396,21 @@ def test_refuses_a_body_whose_name_is_a_macro():
 
 def test_refuses_an_unclosed_namespace():
     assert_refused("namespace at::native {\nvoid f() {}\n", 2, "never closed")
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab{}()/*'\"\\R\n #;x1_")), max_size=80))
+def test_mask_code_keeps_offsets_and_newlines(text):
+    masked = mask_code(text)
+    assert len(masked) == len(text)
+    assert [i for i, c in enumerate(masked) if c == "\n"] == [i for i, c in enumerate(text) if c == "\n"]
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab{}()/*'\"\\R\n #;x1_")), max_size=80))
+def test_scanner_either_delimits_or_refuses(text):
+    try:
+        defs = find_definitions(text, "f.mm")
+    except MpsgenError as error:
+        assert error.location is not None and error.location.path == "f.mm"
+        return
+    for d in defs:
+        assert 0 <= d.start <= d.code_start < d.code_end <= d.end <= len(text) or d.code_start == d.code_end

@@ -381,3 +381,14 @@ def test_plain_function_and_overloads_of_a_helper():
     result = plan_legacy_removal({"A.mm": text}, {"k_mps"}, "k", set())
     assert result.texts["A.mm"] == ""
     assert [r.kind for r in result.removals] == ["static-helper", "static-helper", "function"]
+
+
+def test_helper_named_in_an_unscannable_file_is_kept():
+    a = "static void helper() {}\n\nTORCH_IMPL_FUNC(k_out_mps)(const Tensor& s) {\n  helper();\n}\n"
+    broken = "void f() {\n  // helper\n  Tensor t;\n"  # names Tensor (a common identifier), never closes
+    broken_too = "void g() {\n  helper();\n"
+    result = plan_legacy_removal({"A.mm": a, "B.mm": broken}, {"k_out_mps"}, "k", set())
+    assert [r.kind for r in result.removals] == ["static-helper", "impl-func"]  # B.mm never names helper
+    result = plan_legacy_removal({"A.h": a, "B.mm": broken_too}, {"k_out_mps"}, "k", set())
+    assert [r.kind for r in result.removals] == ["impl-func"]
+    assert any("B.mm names it and cannot be scanned" in k for k in result.kept)
