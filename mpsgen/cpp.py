@@ -340,8 +340,12 @@ class _Scanner:
                         continue
                     j = end
                     continue
-                self.add_function(pos, j, close + 1, namespaces)
-                return close + 1
+                end = close + 1
+                after = self.skip_space(end, n)
+                if after < n and code[after] == ";" and "\n" not in code[end:after]:
+                    end = after + 1  # a stray `};` after a function body goes with it
+                self.add_function(pos, j, end, namespaces)
+                return end
             j += 1
         raise self.fail(pos, "statement never ends", "check this statement")
 

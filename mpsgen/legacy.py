@@ -325,6 +325,8 @@ def _try_remove_unused(sources, name, remove) -> bool | None:
         scope = _scope_of(sources, src, d)
         same_name = [x for s in scope for x in s.definitions if x.name == name and x.kind in _SAME_NAME_KINDS]
         refs = sum(s.remaining_count(name, [x for x in same_name if _in(s, x)]) for s in scope)
+        if refs == 0 and kind != "macro" and _pasting_macro(scope, name):
+            refs = 1  # a macro may form the name by token pasting (`binaryOp##other_type`)
         if refs == 0:
             remove(src, d, kind)
             for s in scope:
@@ -333,6 +335,24 @@ def _try_remove_unused(sources, name, remove) -> bool | None:
                         remove(s, x, "function")
             removed_any = True
     return removed_any
+
+
+_PASTE = re.compile(r"(\w*)\s*##\s*(\w*)")
+
+
+def _pasting_macro(scope: list[_Source], name: str) -> Definition | None:
+    """A remaining `#define` whose `a##b` pasting could produce `name` (its fixed prefix or suffix
+    matches): such a use is invisible to identifier counting, so the helper stays."""
+    for src in scope:
+        if "##" not in src.text:
+            continue
+        for d in src.definitions:
+            if d.kind != "macro" or src.is_removed(d):
+                continue
+            for left, right in _PASTE.findall(src.masked[d.code_start : d.code_end]):
+                if (left and name.startswith(left)) or (right and name.endswith(right)):
+                    return d
+    return None
 
 
 def _in(src: _Source, d: Definition) -> bool:
@@ -348,8 +368,12 @@ def _kept_notes(sources: dict[str, _Source], names: set[str]) -> list[str]:
             notes.append(f"kept {name}: {', '.join(unscannable)} names it and cannot be scanned")
             continue
         for src, d, kind in candidates:
-            users = _reference_locations(sources, name, _scope_of(sources, src, d))
+            scope = _scope_of(sources, src, d)
+            users = _reference_locations(sources, name, scope)
             if not users:
+                paster = _pasting_macro(scope, name) if kind != "macro" else None
+                if paster is not None:
+                    notes.append(f"{d.location}: kept helper {name}: macro {paster.name} at {paster.location} may paste it")
                 continue
             what = "macro" if kind == "macro" else "helper"
             more = f" and {len(users) - 1} more" if len(users) > 1 else ""

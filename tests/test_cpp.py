@@ -253,6 +253,19 @@ def test_bodies_with_blocks_lambdas_autoreleasepool_and_tricky_literals():
     assert after.name == "after" and after.location.line == 15
 
 
+def test_stray_semicolon_after_a_body_belongs_to_it():
+    text = "MPSGraphTensor* trunc_tensor(MPSGraph* g, MPSGraphTensor* t) {\n  return t;\n};\n\nvoid next() {}\n"
+    first = find_definitions(text, "f.mm")[0]
+    assert text[first.start : first.end] == "MPSGraphTensor* trunc_tensor(MPSGraph* g, MPSGraphTensor* t) {\n  return t;\n};\n\n"
+    assert kinds_names(text) == [("function", "trunc_tensor"), ("function", "next")]
+
+
+def test_define_directly_followed_by_its_instances():
+    text = "#define GEN(a) \\\n  void a() {}\nGEN(x)\nGEN(y)\n\nvoid z() {}\n"
+    x = [d for d in find_definitions(text, "f.mm") if d.args == ("x",)][0]
+    assert text[: x.start] + text[x.end :] == "#define GEN(a) \\\n  void a() {}\nGEN(y)\n\nvoid z() {}\n"
+
+
 def test_objc_interface_block():
     text = "@interface Foo : NSObject {\n  int x;\n}\n@end\nvoid f() {}\n"
     assert kinds_names(text) == [("objc", ""), ("function", "f")]

@@ -392,3 +392,27 @@ def test_helper_named_in_an_unscannable_file_is_kept():
     result = plan_legacy_removal({"A.h": a, "B.mm": broken_too}, {"k_out_mps"}, "k", set())
     assert [r.kind for r in result.removals] == ["impl-func"]
     assert any("B.mm names it and cannot be scanned" in k for k in result.kept)
+
+
+def test_helper_a_macro_can_form_by_token_pasting_is_kept():
+    text = textwrap.dedent(
+        """\
+        namespace mps {
+        static void binaryOpTensor(const Tensor& a) {}
+        static void binaryOpScalar(const Scalar& a) {}
+        } // namespace mps
+
+        #define CMP_FUNC(func_out, other_type) \\
+          Tensor& func_out(const other_type& o) { mps::binaryOp##other_type(o); }
+
+        CMP_FUNC(ge_scalar_out_mps, Scalar)
+
+        TORCH_IMPL_FUNC(k_out_mps)(const Tensor& s) {
+          mps::binaryOpTensor(s);
+          mps::binaryOpScalar(1.0);
+        }
+        """
+    )
+    result = plan_legacy_removal({"A.mm": text}, {"k_out_mps"}, "k", set())
+    assert [r.kind for r in result.removals] == ["impl-func"]
+    assert any("kept helper binaryOpScalar: macro CMP_FUNC at A.mm:6 may paste it" in k for k in result.kept)
