@@ -147,7 +147,6 @@ def plan_legacy_removal(
     still needed). Call again on the returned texts for the next op.
     """
     sources = {path: _Source(path, text) for path, text in sorted(files.items())}
-    kept: list[str] = []
     removed_names: set[str] = set()
 
     def remove(src: _Source, d: Definition, kind: str) -> None:
@@ -171,6 +170,13 @@ def plan_legacy_removal(
                 hint="check the `MPS:` line in native_functions.yaml, or pass the file defining it",
             )
         for src, d in hits:
+            others = [a for a in d.args if "mps" in a.split("_") and a not in kernels]
+            if d.kind == "macro-instance" and others:
+                raise MpsgenError(
+                    f"{d.name}(...) defines {kernel} together with {', '.join(others)}",
+                    location=d.location,
+                    hint="migrate those ops in the same run, or split the instantiation by hand",
+                )
             remove(src, d, d.kind)
         removed_names.add(kernel)
         _remove_prototypes(sources, kernel, remove)
@@ -237,7 +243,7 @@ def plan_legacy_removal(
             location=where,
             hint="migrate the op using it in the same run, or keep its legacy implementation",
         )
-    return LegacyResult(texts=texts, removals=tuple(removals), kept=tuple(kept + kept_notes))
+    return LegacyResult(texts=texts, removals=tuple(removals), kept=tuple(kept_notes))
 
 
 def _dangling(sources: dict[str, _Source], kernels: set[str]) -> list[tuple[str, Location]]:

@@ -416,3 +416,12 @@ def test_helper_a_macro_can_form_by_token_pasting_is_kept():
     result = plan_legacy_removal({"A.mm": text}, {"k_out_mps"}, "k", set())
     assert [r.kind for r in result.removals] == ["impl-func"]
     assert any("kept helper binaryOpScalar: macro CMP_FUNC at A.mm:6 may paste it" in k for k in result.kept)
+
+
+def test_instantiation_defining_another_kernel_too_is_refused():
+    text = "PAIR(asinh_out_mps, acosh_out_mps)\n"
+    with pytest.raises(MpsgenError) as info:
+        plan_legacy_removal({"U.mm": text}, {"asinh_out_mps"}, "asinh", set())
+    assert info.value.location == Location("U.mm", 1) and "acosh_out_mps" in str(info.value)
+    both = plan_legacy_removal({"U.mm": text}, {"asinh_out_mps", "acosh_out_mps"}, "asinh", set())
+    assert both.texts == {"U.mm": ""}
