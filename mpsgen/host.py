@@ -140,7 +140,7 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
         register_line = registrations[-1].location.line + 1
     else:
         # No native section yet: open one before the namespace closes.
-        ends = list(_NAMESPACE_END.finditer(masked))
+        ends = [m for m in _NAMESPACE_END.finditer(text) if masked[m.start()] == "}"]
         if not ends:
             from mpsgen.errors import MpsgenError
 

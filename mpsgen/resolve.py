@@ -187,7 +187,8 @@ def resolve_op(ctx: Context, op: str, options: Options, mode: str) -> OpSpec:
             hint="a ternary kernel with a scalar needs exec_*_kernel_with_params and a params struct (not supported yet)",
         )
     kernel_file, host_file = _family_files(ctx, stub, options)
-    functor = stub.name[: -len("_stub")] if stub.name.endswith("_stub") else op
+    # The functor is named after the stub: unique even when overloads of one op use different stubs.
+    functor = stub.name[: -len("_stub")] if stub.name.endswith("_stub") else stub.name
     return OpSpec(op, entries, shared, legacy, stub, arity, alpha, functor, kernel_file, host_file)
 
 
