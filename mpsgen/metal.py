@@ -159,6 +159,40 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
     return out
 
 
+_GROUP_OF_MACRO = {macro: group for group, macro in BINARY_GROUP_MACROS.items()}
+_FLOAT_TYPES = {"float", "half", "bfloat"}
+_INT_TYPES = {"long", "int", "short", "uchar", "char"}
+
+
+def registered_groups(kernel: KernelFile, name: str) -> tuple[str, ...]:
+    """The dtype groups a functor is registered for in this file, read back from its REGISTER_*
+    lines (group macros, or the input/output types of the base macros)."""
+    from mpsgen.dtypes import GROUPS
+
+    found = set()
+    for reg, _ in kernel.registrations:
+        if not reg.args or reg.args[0] != name:
+            continue
+        if reg.macro in _GROUP_OF_MACRO:
+            found.add(_GROUP_OF_MACRO[reg.macro])
+            continue
+        if len(reg.args) < 3:
+            continue
+        dtype_in, dtype_out = reg.args[1], reg.args[-1]
+        if dtype_in in _FLOAT_TYPES:
+            found.add("float")
+        elif dtype_in in ("float2", "half2"):
+            found.add("complex")
+        elif dtype_in in _INT_TYPES or dtype_in == "bool":
+            if dtype_out in _FLOAT_TYPES:
+                found.add("int2float")
+            elif dtype_in == "bool" and dtype_out == "bool":
+                found.add("bool")
+            else:
+                found.add("integer")
+    return tuple(g for g in GROUPS if g in found)
+
+
 def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, registrations: list[Registration]) -> None:
     """Add `functor_text` after the file's last functor and the registrations after its last
     registration line (the file keeps one registration block), skipping what is already there."""

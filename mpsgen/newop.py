@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mpsgen.checkout import Checkout, Workspace
+from mpsgen.functor import FunctorChoice
 from mpsgen.model import Location, Plan
 from mpsgen.resolve import Context, OpSpec, Options, resolve_op
 from mpsgen.templates import Templates
@@ -12,20 +13,35 @@ def plan_native_kernel(ws: Workspace, ctx: Context, templates: Templates, spec: 
     """The parts new-op and migrate share: yaml dispatch, Metal functor + registrations, host stub."""
     from mpsgen.dispatch import plan_dispatch
     from mpsgen.functor import choose_functor
-    from mpsgen.host import plan_host
-    from mpsgen.metal import available_macros, plan_kernel, read_kernel_file, registrations_for
+    from mpsgen.host import mps_registrations, plan_host
+    from mpsgen.metal import available_macros, plan_kernel, read_kernel_file, registered_groups, registrations_for
 
+    kernel = read_kernel_file(ws.read(spec.kernel_file), spec.kernel_file)
+    registered = mps_registrations(ws, spec.stub.name)
+    if spec.yaml_native and registered and options.dtypes is None and options.expr is None:
+        ws.add_note(f"{registered[0].location}: {spec.op} is already native Metal ({spec.stub.name} -> {registered[0].function})")
+        return
     plan_dispatch(ws, spec)
-    kernel_text = ws.read(spec.kernel_file)
-    kernel = read_kernel_file(kernel_text, spec.kernel_file)
-    choice = choose_functor(
-        templates, op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
-        expr=options.expr, dtypes=options.dtypes,
-    )
-    macros = available_macros(ws, kernel)
-    registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
-    # An existing functor is reused (as upstream did for conj_physical): plan_kernel keeps it and
-    # adds only the registrations that are missing.
+    if spec.functor in kernel.functors and options.dtypes is None and options.expr is None:
+        # An existing functor is reused as it is registered (as upstream did for conj_physical).
+        groups = registered_groups(kernel, spec.functor)
+        if not groups:
+            from mpsgen.errors import MpsgenError
+
+            raise MpsgenError(
+                f"struct {spec.functor}_functor exists in {spec.kernel_file} but is registered for no dtype",
+                hint="pass --dtypes to choose the dtype groups to register",
+            )
+        choice = FunctorChoice("existing", "", groups)
+        registrations = []
+    else:
+        choice = choose_functor(
+            templates, op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
+            expr=options.expr, dtypes=options.dtypes,
+        )
+        macros = available_macros(ws, kernel)
+        registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
+    # An existing functor is kept; only registrations that are missing are added.
     plan_kernel(ws, spec.kernel_file, spec.functor, choice.text, registrations)
     if choice.source == "placeholder" and spec.functor not in kernel.functors:
         after = ws.read(spec.kernel_file)
