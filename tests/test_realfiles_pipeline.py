@@ -1,0 +1,79 @@
+"""new-op and migrate against the real PyTorch 2.13.0 yaml, stub headers, c10/metal headers and
+test lists (the wheel does not ship .metal/.mm files: those come from our fixture)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from support import FIXTURE_CHECKOUT, run_cli, snapshot
+
+pytestmark = pytest.mark.realfiles
+MPS = "aten/src/ATen/native/mps"
+NF = "aten/src/ATen/native/native_functions.yaml"
+
+
+@pytest.fixture
+def real_checkout(tmp_path, real_torch_files):
+    root = tmp_path / "pytorch"
+    shutil.copytree(real_torch_files, root)
+    for sub in ("kernels", "operations"):
+        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True)
+    return root
+
+
+def _file_section(diff: str, path: str) -> list[str]:
+    lines, inside = [], False
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            inside = line.endswith(f" b/{path}")
+            continue
+        if inside and line[:1] in "+-" and not line.startswith(("+++", "---")):
+            lines.append(line)
+    return lines
+
+
+def _git_apply_check(root, diff: str) -> None:
+    subprocess.run(["git", "apply", "--check", "-"], input=diff.encode(), cwd=root, check=True)
+
+
+@pytest.mark.parametrize("op", ["heaviside", "special_ndtri", "special_log_ndtr", "special_airy_ai",
+                                "special_laguerre_polynomial_l", "special_legendre_polynomial_p", "glu_jvp"])
+def test_new_op_on_real_yaml_is_minimal_and_git_applicable(real_checkout, op):
+    before = snapshot(real_checkout)
+    result = run_cli(["-C", str(real_checkout), "new-op", op, "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    yaml_lines = _file_section(result.stdout, NF)
+    assert len(yaml_lines) == 2, yaml_lines
+    removed, added = yaml_lines
+    assert removed.startswith("-    CPU, CUDA: ") and added == removed.replace("-    CPU, CUDA: ", "+    CPU, CUDA, MPS: ", 1)
+    _git_apply_check(real_checkout, result.stdout)
+    assert snapshot(real_checkout) == before
+
+
+@pytest.mark.parametrize("op", ["sgn", "frac", "asinh", "acosh", "atanh", "mish", "sigmoid_backward", "tanh_backward"])
+def test_migrate_on_real_yaml_and_test_lists(real_checkout, op):
+    result = run_cli(["-C", str(real_checkout), "migrate", op, "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    yaml_lines = _file_section(result.stdout, NF)
+    shared = [l for l in yaml_lines if l.startswith("-    CPU, CUDA")]
+    legacy = [l for l in yaml_lines if l.startswith("-    MPS: ")]
+    added = [l for l in yaml_lines if l.startswith("+")]
+    assert len(shared) == len(legacy) == len(added) == 1, yaml_lines
+    assert added[0] == shared[0].replace("-    CPU, CUDA", "+    CPU, CUDA, MPS", 1)
+    _git_apply_check(real_checkout, result.stdout)
+    # applying then migrating again changes nothing
+    assert run_cli(["-C", str(real_checkout), "migrate", op]).exit_code == 0
+    after = snapshot(real_checkout)
+    again = run_cli(["-C", str(real_checkout), "migrate", op])
+    assert again.exit_code == 0 and "already native Metal" in again.stdout
+    assert snapshot(real_checkout) == after
+
+
+def test_unsupported_real_signature_is_named(real_checkout):
+    result = run_cli(["-C", str(real_checkout), "migrate", "softplus"])
+    assert result.exit_code == 2
+    assert "aten/src/ATen/native/Activation.h:" in result.stderr
+    assert "void(*)(TensorIteratorBase&, const Scalar&, const Scalar&)" in result.stderr
