@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -14,21 +16,113 @@ NO_NEWLINE = "\\ No newline at end of file\n"
 
 
 def file_diff(edit: FileEdit, context: int = 3) -> str:
-    """A `git apply`-able unified diff of one file, with `a/` and `b/` prefixes."""
-    before = edit.before.splitlines(keepends=True)
-    after = edit.after.splitlines(keepends=True)
-    out = []
-    old_name = f"a/{edit.path}" if edit.before or not edit.after else "/dev/null"
-    for line in difflib.unified_diff(before, after, old_name, f"b/{edit.path}", n=context):
-        if line.startswith(("---", "+++")):
-            out.append(line.rstrip("\n") + "\n")
+    """A `git apply`-able unified diff of one file, with `a/` and `b/` prefixes.
+
+    Only the region between the first and last differing line is handed to difflib (with its
+    context), so a two-line edit of a 27,000-line file costs what a two-line file would."""
+    return _file_diff_cached(edit.path, edit.before, edit.after, context)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_diff_cached(path: str, before_text: str, after_text: str, context: int) -> str:
+    before = before_text.splitlines(keepends=True)
+    after = after_text.splitlines(keepends=True)
+    out = [f"diff --git a/{path} b/{path}\n", f"--- a/{path}\n", f"+++ b/{path}\n"]
+    for group in _grouped(_opcodes(before, after), context):
+        first, last = group[0], group[-1]
+        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out.extend(_lines(" ", before[i1:i2]))
+                continue
+            out.extend(_lines("-", before[i1:i2]))
+            out.extend(_lines("+", after[j1:j2]))
+    return "".join(out)
+
+
+def _opcodes(before: list[str], after: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib opcodes for the whole files, computed on the region between the common prefix
+    and suffix only: an edit near the top of a 27,000-line file costs what a small file does."""
+    limit = min(len(before), len(after))
+    prefix = 0
+    while prefix < limit and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and before[-1 - suffix] == after[-1 - suffix]:
+        suffix += 1
+    middle = difflib.SequenceMatcher(
+        None, before[prefix : len(before) - suffix], after[prefix : len(after) - suffix], autojunk=False
+    ).get_opcodes()
+    codes = [("equal", 0, prefix, 0, prefix)] if prefix else []
+    codes += [(tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix) for tag, i1, i2, j1, j2 in middle]
+    if suffix:
+        codes.append(("equal", len(before) - suffix, len(before), len(after) - suffix, len(after)))
+    return _slide_to_blank_lines(codes, before, after)
+
+
+def _slide_to_blank_lines(codes, before, after):
+    """A block inserted or deleted between equal lines can often be shown at several positions
+    (`}` and a blank line repeat). Show it where it ends with a blank line, as a person would:
+    the whole function removed, not the previous one's closing brace."""
+    codes = [list(code) for code in codes]
+    for k in range(1, len(codes) - 1):
+        tag = codes[k][0]
+        prev, code, nxt = codes[k - 1], codes[k], codes[k + 1]
+        if tag not in ("insert", "delete") or prev[0] != "equal" or nxt[0] != "equal":
             continue
-        if not line.endswith("\n"):
-            out.append(line + "\n" + NO_NEWLINE)
-        else:
-            out.append(line)
-    header = f"diff --git a/{edit.path} b/{edit.path}\n"
-    return header + "".join(out)
+        seq, lo, hi = (before, code[1], code[2]) if tag == "delete" else (after, code[3], code[4])
+        up = 0
+        while up < prev[2] - prev[1] and seq[lo - 1 - up] == seq[hi - 1 - up]:
+            up += 1
+        down = 0
+        while down < nxt[2] - nxt[1] and seq[lo + down] == seq[hi + down]:
+            down += 1
+        shift = next((s for s in range(down, -up - 1, -1) if not seq[hi - 1 + s].strip()), 0)
+        if shift:
+            prev[2] += shift
+            prev[4] += shift
+            code[1:5] = [code[1] + shift, code[2] + shift, code[3] + shift, code[4] + shift]
+            nxt[1] += shift
+            nxt[3] += shift
+    return [tuple(code) for code in codes if code[0] != "equal" or code[2] > code[1]]
+
+
+def _grouped(codes, context: int):
+    """Hunks: changes with `context` equal lines around them; equal runs longer than twice the
+    context split hunks (the grouping unified diffs use)."""
+    if not codes:
+        return
+    codes = list(codes)
+    if codes[0][0] == "equal":
+        _, i1, i2, j1, j2 = codes[0]
+        codes[0] = ("equal", max(i1, i2 - context), i2, max(j1, j2 - context), j2)
+    if codes[-1][0] == "equal":
+        _, i1, i2, j1, j2 = codes[-1]
+        codes[-1] = ("equal", i1, min(i2, i1 + context), j1, min(j2, j1 + context))
+    group = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal" and i2 - i1 > 2 * context:
+            group.append((tag, i1, i1 + context, j1, j1 + context))
+            yield group
+            group = []
+            i1, j1 = max(i1, i2 - context), max(j1, j2 - context)
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        yield group
+
+
+def _range(start: int, stop: int) -> str:
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
+
+
+def _lines(sign: str, lines: list[str]) -> list[str]:
+    out = []
+    for line in lines:
+        out.append(sign + line if line.endswith("\n") else f"{sign}{line}\n{NO_NEWLINE}")
+    return out
 
 
 def render_diff(plan: Plan) -> str:
@@ -51,7 +145,7 @@ def plan_to_json(plan: Plan, *, command: str, applied: bool) -> dict:
 
 def _count(edit: FileEdit, sign: str) -> int:
     other = "+++" if sign == "+" else "---"
-    return sum(1 for line in file_diff(edit).splitlines() if line.startswith(sign) and not line.startswith(other))
+    return sum(1 for line in file_diff(edit).split("\n") if line.startswith(sign) and not line.startswith(other))
 
 
 def line_counts(plan: Plan) -> tuple[int, int]:
