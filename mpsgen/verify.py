@@ -437,6 +437,7 @@ class _OpFacts:
     opinfos: tuple = ()
     opinfo_error: str = ""
     registered: frozenset[str] = frozenset()
+    unreadable: list = field(default_factory=list)  # (path, MpsgenError) of kernel files that did not parse
 
 
 def static_checks(checkout: Checkout, ops: tuple[str, ...], reader: _Reader | None = None) -> tuple[CheckResult, ...]:
@@ -490,7 +491,12 @@ def _facts(reader: _Reader, op: str) -> _OpFacts:
         if len(facts.registrations) == 1:
             facts.host = _host_function(reader, facts.registrations[0])
     if facts.host is not None and facts.host.kernel:
-        facts.kernel_files = [rel for rel in reader.kernel_files() if facts.host.kernel in reader.kernel(rel).functors]
+        for rel in reader.kernel_files():
+            try:
+                if facts.host.kernel in reader.kernel(rel).functors:
+                    facts.kernel_files.append(rel)
+            except MpsgenError as exc:
+                facts.unreadable.append((rel, exc))
         dtypes: set[str] = set()
         for rel in facts.kernel_files:
             dtypes |= reader.registered(rel).get(facts.host.kernel, (set(), 0))[0]
@@ -563,6 +569,9 @@ def _check_kernel_name(reader: _Reader, f: _OpFacts):
         return [Finding("kernel-name", f.op, f.host.location,
                         f"{f.host.name} calls no lib.exec_*_kernel(iter, \"<name>\")",
                         "call the Metal library with the functor's name (without _functor)")]
+    if not f.kernel_files and f.unreadable:
+        return [Finding("kernel-name", f.op, exc.location or Location(rel, 1), f"cannot read {rel}: {exc.message}",
+                        exc.hint or "fix the kernel file") for rel, exc in f.unreadable]
     if not f.kernel_files:
         return [Finding("kernel-name", f.op, Location(f.host.location.path, f.host.kernel_line),
                         f"kernel \"{f.host.kernel}\" has no struct {f.host.kernel}_functor in {KERNELS_DIR}/*.metal",
@@ -748,9 +757,16 @@ def unbalanced(text: str, path: str) -> list[Location]:
 
 
 def _check_balance(reader: _Reader, f: _OpFacts):
-    files = list(f.kernel_files)
+    from mpsgen.resolve import FAMILY_FILES
+
+    files = list(f.kernel_files) + [rel for rel, _ in f.unreadable]
+    if f.stub is not None and f.stub.header in FAMILY_FILES:
+        family = f"{KERNELS_DIR}/{FAMILY_FILES[f.stub.header][0]}"
+        if reader.checkout.exists(family):
+            files.append(family)
     if f.host is not None:
         files.append(f.host.location.path)
+    files.extend(r.location.path for r in f.registrations)
     if not files:
         return "no kernel or host file found for the op"
     out = []
