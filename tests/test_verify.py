@@ -246,3 +246,15 @@ def test_human_report_lists_every_check_and_the_findings(tmp_path):
         assert check in out
     assert f"{YAML}:{line_of(root, YAML, 'CPU, CUDA: hypot_out')}" in out.replace("\n", "")
     assert "build skipped (--static-only)" in out.replace("\n", " ")
+
+
+def test_readme_documents_a_parseable_macos_actions_job():
+    from ruamel.yaml import YAML
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### `mpsgen verify`") : readme.index("### Templates")]
+    block = section[section.index("```yaml\n") + len("```yaml\n") :]
+    job = YAML(typ="safe").load(block[: block.index("```")])["jobs"]["mps-verify"]
+    assert job["runs-on"].startswith("macos")
+    runs = [step.get("run", "") for step in job["steps"]]
+    assert any("mpsgen verify" in run and "--junit-xml" in run for run in runs)
