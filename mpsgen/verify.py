@@ -393,7 +393,6 @@ def _strip_defaults(params: str) -> str:
 
 
 _EXEC = re.compile(r"\bexec_\w+_kernel\w*\s*\(\s*[\w.]+\s*,\s*\"(\w+)\"")
-_HELPER_KERNEL = re.compile(r"(\w+)\s*##\s*_kernel_mps\s*\(([^)]*)\)|\b\w+##\w*\s*\(([^)]*)\)")
 
 
 def _host_function(reader: _Reader, reg) -> _HostFunction | None:
