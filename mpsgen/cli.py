@@ -154,3 +154,126 @@ def _finish(plan, command, dry_run, as_json) -> int:
 
     render_summary(plan, command=command, dry_run=dry_run, to_stderr=dry_run)
     return 0
+
+
+@main.command("verify")
+@click.argument("ops", nargs=-1)
+@click.option("--changed", is_flag=True, help="Verify the ops touched by the working tree's diff against HEAD (or --base).")
+@click.option("--base", default="HEAD", metavar="REF", show_default=True, help="The git ref --changed compares against.")
+@click.option("--all-native", is_flag=True, help="Verify every op registered for MPS through a dispatch stub.")
+@click.option("--static-only", is_flag=True, help="Run the static checks only (any OS, no build, no tests).")
+@click.option("--build-cmd", default=None, metavar="CMD",
+              help="Build command, run in the build directory (default: build-cmd in .mpsgen.toml / [tool.mpsgen], else `ninja torch_cpu`).")
+@click.option("--build-dir", default=None, metavar="DIR", help="Build directory, relative to the checkout (default: build).")
+@click.option("--require-build", is_flag=True, help="A build that cannot run here is a failure, not a skip.")
+@click.option("--require-tests", is_flag=True, help="Tests that cannot run here are a failure, not a skip.")
+@click.option("--grad", is_flag=True, help="Also run test_output_grad_match_<name>.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Time limit for each of the build and test stages.")
+@click.option("--assume-mps", is_flag=True,
+              help="Run build and tests even when this is not macOS (also: MPSGEN_ASSUME_MPS=1).")
+@click.option("--log-dir", default=None, metavar="DIR", help="Where build.log and tests.log go (default: <checkout>/.mpsgen/logs).")
+@click.option("--junit-xml", "junit_xml", default=None, metavar="PATH", help="Also write a JUnit XML report to PATH.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document with every finding instead of the table.")
+@click.pass_obj
+def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_dir, require_build, require_tests,
+           grad, timeout, assume_mps, log_dir, junit_xml, as_json):
+    """Prove that the MPS change of OPS is complete: static checks, build, test_output_match.
+
+    Exit codes: 0 every required stage passed (skips are listed with their reason), 1 a check
+    failed, 2 bad usage or input."""
+
+    def run():
+        from mpsgen.errors import MpsgenError
+        from mpsgen.verify import VerifyOptions, all_native_ops, changed_ops, check_op_names
+        from mpsgen.verify import verify as run_verify
+
+        if sum(bool(x) for x in (ops, changed, all_native)) != 1:
+            raise MpsgenError("name the ops, or pass exactly one of --changed and --all-native",
+                              hint="e.g. `mpsgen verify atan2`, `mpsgen verify --changed`")
+        if static_only and (require_build or require_tests):
+            raise MpsgenError("--static-only cannot be combined with --require-build/--require-tests",
+                              hint="drop one of them")
+        checkout = state.checkout()
+        if changed:
+            selected = changed_ops(checkout, base)
+        elif all_native:
+            selected = all_native_ops(checkout)
+        else:
+            selected = check_op_names(checkout, tuple(ops))
+        options = VerifyOptions(static_only=static_only, build_cmd=build_cmd, build_dir=build_dir,
+                                require_build=require_build, require_tests=require_tests, grad=grad,
+                                timeout=timeout, assume_mps=assume_mps, log_dir=log_dir)
+        report = _with_progress(lambda progress: run_verify(checkout, selected, options, progress), as_json)
+        if junit_xml:
+            from mpsgen.junit import report_to_junit
+
+            try:
+                with open(junit_xml, "w", encoding="utf-8") as handle:
+                    handle.write(report_to_junit(report))
+            except OSError as exc:
+                raise MpsgenError(f"--junit-xml {junit_xml}: {exc.strerror}", hint="pick a writable path") from None
+        if as_json:
+            from mpsgen.verify import report_to_json
+
+            click.echo(json.dumps(report_to_json(report), indent=2))
+        else:
+            _render_verify(report)
+        return report.exit_code
+
+    sys.exit(run_guarded(state, run))
+
+
+def _with_progress(func, quiet):
+    """Run `func(progress)` under a live progress display on stderr (when stderr is a terminal)."""
+    if quiet or not sys.stderr.isatty():
+        return func(lambda *args: None)
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    tasks = {}
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[note]}"),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+
+        def progress(stage, done, total, message):
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total, note="")
+            bar.update(tasks[stage], completed=done, total=total, note=message[:60])
+
+        return func(progress)
+
+
+def _render_verify(report) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=False)
+    colour = {"passed": "green", "failed": "red", "skipped": "yellow"}
+    table = Table(title=f"mpsgen verify {escape(' '.join(report.ops)) or '(no ops)'}", title_justify="left")
+    for column in ("stage", "op", "check", "status", "detail"):
+        table.add_column(column)
+    for stage in report.stages:
+        rows = stage.checks or ()
+        if not rows:
+            table.add_row(stage.name, "", "", f"[{colour[stage.status]}]{stage.status}[/]", escape(stage.reason))
+        for check in rows:
+            detail = check.reason or (str(check.findings[0]) if check.findings else "")
+            if len(check.findings) > 1:
+                detail += f" (+{len(check.findings) - 1} more)"
+            table.add_row(stage.name, escape(check.op), check.check, f"[{colour[check.status]}]{check.status}[/]", escape(detail))
+        if stage.tests:
+            counts = {}
+            for test in stage.tests:
+                counts[test.outcome] = counts.get(test.outcome, 0) + 1
+            table.add_row(stage.name, "", "results", "", ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    console.print(table)
+    findings = [f for stage in report.stages for f in stage.findings]
+    for finding in findings:
+        console.print(f"[red]{escape(str(finding.location))}[/]: {escape(finding.message)} ([dim]{escape(finding.hint)}[/])")
+    for stage in report.stages:
+        if stage.log:
+            console.print(f"{stage.name} log: {escape(stage.log)}")
+    summary = ", ".join(f"{s.name} [{colour[s.status]}]{s.status}[/]" + (f" ({escape(s.reason)})" if s.status != "passed" and s.reason else "")
+                        for s in report.stages)
+    console.print(f"[bold]{len(report.ops)} op(s):[/bold] {summary}")
