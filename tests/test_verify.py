@@ -41,15 +41,10 @@ def line_of(root: Path, rel: str, needle: str) -> int:
 
 
 def complete_hypot(tmp_path: Path) -> Path:
-    """A copy of the fixture where hypot's change is complete: `new-op hypot`, then the test-list
-    step (testlists.plan_testlist_edits) that new-op leaves to its own module."""
-    from mpsgen.dtypes import torch_dtypes_for
-    from mpsgen.testlists import plan_testlist_edits
-
+    """A copy of the fixture where hypot's change is complete: `new-op hypot` (which also updates
+    the test lists)."""
     root = copy_checkout(tmp_path)
     assert run_cli(["-C", str(root), "new-op", "hypot"]).exit_code == 0
-    text, _ = plan_testlist_edits(read(root, COMMON_MPS), COMMON_MPS, ("hypot",), torch_dtypes_for(("float",)), False)
-    write(root, COMMON_MPS, text)
     return root
 
 
@@ -146,7 +141,9 @@ def test_each_check_fails_on_its_broken_variant(fixed, case):
 
 def test_leftover_xfail_entry_is_reported_where_it_is(tmp_path):
     root = copy_checkout(tmp_path)
-    assert run_cli(["-C", str(root), "new-op", "hypot"]).exit_code == 0  # no test-list step
+    original = read(root, COMMON_MPS)
+    assert run_cli(["-C", str(root), "new-op", "hypot"]).exit_code == 0
+    write(root, COMMON_MPS, original)  # as if the test-list step had been skipped
     code, doc = verify_json(root, "hypot")
     assert code == 1
     finding = checks(doc)["test-lists"]["findings"][0]
@@ -178,14 +175,17 @@ def test_unbalanced_functor_is_reported_not_crashed_on(fixed):
 def test_untouched_fixture_all_native_reports_its_real_gaps(fixture_checkout):
     """The miniature checkout's native ops: most are complete; the findings are real gaps of the
     fixture (abs has no bool kernel, logaddexp is in SUPPORTED_COMPLEX_OPS without a complex kernel,
-    special_entr's yaml names MPS with no kernel registered, a hardswish grad xfail the kernel fixes)."""
+    special_entr's yaml names MPS with no kernel registered, a hardswish grad xfail the kernel fixes,
+    and two MPSGraph definitions left behind after their ops went native: logaddexp2_out_mps in
+    BinaryOps.mm and hardswish_backward_mps in Activation.mm)."""
     code, doc = verify_json(fixture_checkout, "--all-native")
     assert code == 1
     assert "remainder" not in doc["ops"]  # still has `MPS: remainder_out_mps`: a migrate candidate
     assert {"abs", "logaddexp", "hardsigmoid", "log_sigmoid_backward"} <= set(doc["ops"])
     failed = {(c["op"], c["check"]) for c in doc["stages"][0]["checks"] if c["status"] == "failed"}
     assert failed == {("abs", "dtype-coverage"), ("logaddexp", "dtype-coverage"),
-                      ("special_entr", "stub-registration"), ("hardswish_backward", "test-lists")}
+                      ("special_entr", "stub-registration"), ("hardswish_backward", "test-lists"),
+                      ("logaddexp2", "legacy"), ("hardswish_backward", "legacy")}
     assert all(f["path"] and f["line"] >= 1 and f["hint"] for f in doc["findings"])
 
 
