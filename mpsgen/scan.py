@@ -12,11 +12,12 @@ reports its MPS backing:
 - `mps-unknown`: a separate MPS kernel whose definition is not found in `mps/operations/*.mm` (or its
   file cannot be scanned: see the report's notes);
 - `composite`: no MPS key, but a `CompositeImplicitAutograd`/`CompositeExplicitAutograd*` kernel or no
-  dispatch block at all (CompositeImplicitAutograd by default): nothing to write;
+  dispatch block at all (CompositeImplicitAutograd by default): nothing to write; an entry with
+  `structured_delegate` takes the backing of the entry it delegates to;
 - `none`: backend kernels only, none for MPS (CPU fallback or unsupported).
 
 An op with several overloads takes the first of `mpsgraph, mps-unknown, mps-other, native, none,
-composite` that one of its entries has (entries with `structured_delegate` follow their `.out`).
+composite` that one of its entries has.
 
 Graph sites are `LookUpOrCreateCachedGraph` calls in code (comments and strings masked): per kernel,
 those in its own definition; per file, all of the file's.
@@ -184,14 +185,15 @@ def _entry_backing(entry: YamlEntry, nf: NativeFunctions, kernels: dict[str, Mps
     if mps:
         legacy = [kernels[line.kernel].backing for line in mps if _mps_only(line.keys)]
         return min(legacy, key=_OP_PRIORITY.index) if legacy else "native"
+    delegate = entry.structured_delegate
+    if delegate:  # dense kernels come from the `.out` entry; lines here are sparse/nested ones
+        target = nf.entry(delegate)
+        if target is not None and delegate not in seen:
+            return _entry_backing(target, nf, kernels, seen | {delegate})
+        return "none"
     if any(key.startswith("Composite") for line in entry.dispatch for key in line.keys):
         return "composite"
-    if not entry.dispatch:
-        delegate = entry.structured_delegate
-        if delegate and delegate not in seen and nf.entry(delegate) is not None:
-            return _entry_backing(nf.entry(delegate), nf, kernels, seen | {delegate})
-        return "none" if delegate else "composite"
-    return "none"
+    return "none" if entry.dispatch else "composite"
 
 
 def _op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail_by_op, ternary_alpha) -> OpRecord:
