@@ -28,12 +28,14 @@ as underscores: `special.ndtri`), `nn.functional.op`, or whose `aten_name=` is `
 has count by the same rule on the key itself. OpInfos are found by a text scan of
 `common_methods_invocations.py` (no parse).
 
-Candidates for `migrate`, easiest first (smallest legacy implementation first within a tier):
+Candidates for `migrate`, easiest first (within a tier: the smallest legacy implementation first, kernels
+whose definition was not found last):
 - `ready`: a shared `CPU, CUDA: ...` line, a stub with a supported signature and a catalog body;
 - `expr`: the same without a catalog body (or a Scalar alpha, where the catalog does not apply):
   `migrate OP --expr ...`;
 - `port`: anything else (no shared line, no stub, a signature mpsgen cannot generate, too many
-  inputs): a hand-written port; the reason says which.
+  inputs, a `dim`/`int[]` argument: a reduction or shape op): a hand-written port; the reason says
+  which.
 """
 
 from __future__ import annotations
@@ -141,7 +143,8 @@ class ScanReport:
     def candidates(self) -> tuple[OpRecord, ...]:
         """Ops `migrate` can take, easiest first."""
         chosen = [r for r in self.ops if r.candidate is not None]
-        return tuple(sorted(chosen, key=lambda r: (TIERS.index(r.candidate.tier), r.legacy_lines, r.graph_sites, r.op)))
+        return tuple(sorted(chosen, key=lambda r: (
+            TIERS.index(r.candidate.tier), r.implementation is None, r.legacy_lines, r.graph_sites, r.op)))
 
     @property
     def graph_sites(self) -> int:
@@ -164,7 +167,7 @@ def scan_checkout(checkout: Checkout) -> ScanReport:
     notes: list[str] = []
     legacy_names = {line.kernel.rsplit("::", 1)[-1] for e in nf.entries for line in e.dispatch if _mps_only(line.keys)}
     definitions, files = _host_definitions(checkout, legacy_names, notes)
-    metal_groups = _metal_groups(checkout)
+    metal_groups = _metal_groups(checkout, notes)
     xfail_by_op = _xfail_by_op(checkout, notes)
     ternary_alpha = _ternary_takes_alpha(checkout)
 
@@ -246,6 +249,10 @@ def _candidate(op, shared, stub, functor, lookup, catalog, ternary_alpha, backin
     if not stub.supported:
         return Candidate("port", f"{stub.name} is {stub.signature}; mpsgen generates {SUPPORTED_SIGNATURES}")
     arity = len(shared[0].entry.tensor_inputs)
+    dims = [(site.entry.name, name) for site in shared for type_, name, _ in site.entry.arguments
+            if name == "dim" or type_.startswith("int[")]
+    if dims:  # resolve would accept the stub, but an elementwise kernel is not what it computes
+        return Candidate("port", f"{dims[0][0]} takes `{dims[0][1]}`: a reduction or shape op, not elementwise")
     if not 1 <= arity <= 3:
         return Candidate("port", f"{shared[0].entry.name} takes {arity} tensor inputs")
     alpha = stub.scalar_count == 1
@@ -393,14 +400,18 @@ _COMPLEX_TYPES = frozenset({"float2", "half2"})
 _GROUP_MACRO_WORDS = (("INT2FLOAT", "int2float"), ("INTEGER", "integer"), ("COMPLEX", "complex"), ("FLOAT", "float"))
 
 
-def _metal_groups(checkout: Checkout) -> dict[str, tuple[str, ...]]:
+def _metal_groups(checkout: Checkout, notes: list[str]) -> dict[str, tuple[str, ...]]:
     """Functor name -> the dtype groups (`mpsgen.dtypes.GROUPS` names) its registrations cover."""
     from mpsgen.dtypes import GROUPS
     from mpsgen.metal import read_kernel_file
 
     seen: dict[str, set[str]] = {}
     for rel in checkout.glob(KERNELS_DIR, "*.metal"):
-        kernel = read_kernel_file(checkout.read(rel), rel)
+        try:
+            kernel = read_kernel_file(checkout.read(rel), rel)
+        except MpsgenError as exc:
+            notes.append(f"{rel}: cannot read registrations ({exc}); its dtype groups are missing")
+            continue
         for reg, _ in kernel.registrations:
             if not reg.args or not reg.args[0]:
                 continue

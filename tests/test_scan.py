@@ -209,3 +209,11 @@ def test_fast_xfail_reader_matches_libcst_reader_on_fixture():
 )
 def test_fast_xfail_reader_matches_libcst_reader_on_shapes(snippet):
     assert _fast_entries(snippet) == _reference_entries(snippet)
+
+
+def test_unreadable_kernel_file_is_a_note_not_an_error(tmp_path):
+    root = copy_checkout(tmp_path)
+    (root / "aten/src/ATen/native/mps/kernels/Broken.metal").write_text("struct broken_functor {\n", encoding="utf-8")
+    document = json.loads(_json_text(root))
+    assert any("Broken.metal" in note for note in document["notes"])
+    assert next(r for r in document["ops"] if r["op"] == "abs")["metal_dtypes"] == ["float", "integer", "complex"]
