@@ -198,3 +198,9 @@ def test_graph_sites_per_file_agree_with_a_line_count(real_checkout, report):
         count = sum(line.split("//", 1)[0].count("LookUpOrCreateCachedGraph") for line in lines)
         assert total.graph_sites == count, total.path
     assert report.graph_sites == sum(f.graph_sites for f in report.files) > 0
+
+
+def test_reductions_with_an_elementwise_looking_stub_are_ports(records):
+    for op in ("argmax", "prod"):
+        assert records[op].candidate.tier == "port", op
+        assert "takes `dim`" in records[op].candidate.reason
