@@ -97,12 +97,19 @@ def assemble(wheel: Path, root: Path) -> dict[str, int]:
     return counts
 
 
+def _env() -> dict[str, str]:
+    """This checkout's mpsgen first on the path (an editable install may point at another one)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def timed(command: list[str], runs: int) -> list[float]:
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)  # warm-up
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=REPO, env=_env())  # warm-up
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=REPO, env=_env())
         times.append(time.perf_counter() - start)
     return times
 
@@ -124,7 +131,7 @@ def main() -> int:
         }
         env_python = [sys.executable]
         scan_cmd = env_python + ["-m", "mpsgen", "-C", str(root), "scan", "--json"]
-        out = subprocess.run(scan_cmd, check=True, capture_output=True, text=True, cwd=REPO).stdout
+        out = subprocess.run(scan_cmd, check=True, capture_output=True, text=True, cwd=REPO, env=_env()).stdout
         document = json.loads(out)
         scan_times = timed(scan_cmd, args.runs)
         baseline_times = timed(env_python + ["-c", BASELINE, str(root)], args.runs)

@@ -577,16 +577,17 @@ def _opinfo_ops(text: str) -> dict[str, set[str]]:
     """common_mps key (`name + variant_test_name`) -> the aten ops its OpInfos test, by a text scan:
     every `XInfo(` call opens a region; a quoted first argument names it, and `variant_test_name=` /
     `aten_name=` keywords before the next call belong to it."""
-    starts = [(m.start(), m.group(1), m.group(2)) for m in _INFO_CALL.finditer(text) if m.group(1) != "DecorateInfo"]
+    starts = [(m.start(), m.group(1), m.group(2)) for m in _info_calls(text) if m.group(1) != "DecorateInfo"]
     offsets = [s[0] for s in starts]
     variant: dict[int, str] = {}
     aten: dict[int, str] = {}
-    for m in _INFO_KEYWORD.finditer(text):
-        i = bisect.bisect_right(offsets, m.start()) - 1
-        if i < 0:
-            continue
-        target = variant if m.group(1) == "variant_test_name" else aten
-        target.setdefault(i, m.group(3))
+    for pattern, target in ((_VARIANT_KEYWORD, variant), (_ATEN_KEYWORD, aten)):
+        for m in pattern.finditer(text):  # a literal prefix: the regex engine skips ahead fast
+            if m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
+                continue
+            i = bisect.bisect_right(offsets, m.start()) - 1
+            if i >= 0:
+                target.setdefault(i, m.group(2))
     out: dict[str, set[str]] = {}
     for i, (_, _, name) in enumerate(starts):
         if not name:
@@ -599,8 +600,25 @@ def _opinfo_ops(text: str) -> dict[str, set[str]]:
     return out
 
 
-_INFO_CALL = re.compile(r"""\b([A-Z]\w*Info)\(\s*(?:name\s*=\s*)?(?:[rRuU]?['"]([^'"\n]+)['"])?""")
-_INFO_KEYWORD = re.compile(r"""\b(variant_test_name|aten_name)\s*=\s*[rRuU]?(['"])([^'"\n]*)\2""")
+_INFO_CALL = re.compile(r"""([A-Z]\w*Info)\(\s*(?:name\s*=\s*)?(?:[rRuU]?['"]([^'"\n]+)['"])?""")
+_VARIANT_KEYWORD = re.compile(r"""variant_test_name\s*=\s*[rRuU]?(['"])([^'"\n]*)\1""")
+_ATEN_KEYWORD = re.compile(r"""aten_name\s*=\s*[rRuU]?(['"])([^'"\n]*)\1""")
+
+
+def _info_calls(text: str):
+    """`XInfo(` calls (the class name starting with a capital), found from each literal `Info(`."""
+    pos = 0
+    while True:
+        i = text.find("Info(", pos)
+        if i < 0:
+            return
+        start = i
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        m = _INFO_CALL.match(text, start)
+        if m and m.end(1) == i + 4:
+            yield m
+        pos = i + 5
 
 
 def _ops_named(name: str) -> set[str]:
