@@ -224,6 +224,32 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
     sys.exit(run_guarded(state, run))
 
 
+@main.command("scan")
+@click.option("--candidates", is_flag=True, help="List the ops `migrate` can take, easiest first, with the reason.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document: one record per op, candidates, totals.")
+@click.option("--markdown", is_flag=True, help="Print GitHub Markdown tables (to paste into an issue).")
+@click.pass_obj
+def scan(state, candidates, as_json, markdown):
+    """Report every operator's MPS backing (native Metal, MPSGraph, other, composite, none) and what to migrate next."""
+
+    def run():
+        from mpsgen.errors import MpsgenError
+        from mpsgen.scan import render_markdown, report_to_json, scan_checkout
+
+        if as_json and markdown:
+            raise MpsgenError("--json and --markdown are two output formats", hint="pick one")
+        report = scan_checkout(state.checkout())
+        if as_json:
+            click.echo(json.dumps(report_to_json(report), indent=2))
+        elif markdown:
+            click.echo(render_markdown(report, candidates=candidates), nl=False)
+        else:
+            _render_scan(report, candidates)
+        return 0
+
+    sys.exit(run_guarded(state, run))
+
+
 def _with_progress(func, quiet):
     """Run `func(progress)` under a live progress display on stderr (when stderr is a terminal)."""
     if quiet or not sys.stderr.isatty():
@@ -277,3 +303,36 @@ def _render_verify(report) -> None:
     summary = ", ".join(f"{s.name} [{colour[s.status]}]{s.status}[/]" + (f" ({escape(s.reason)})" if s.status != "passed" and s.reason else "")
                         for s in report.stages)
     console.print(f"[bold]{len(report.ops)} op(s):[/bold] {summary}")
+
+def _render_scan(report, candidates: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from mpsgen.scan import candidate_rows, file_rows, summary_rows
+
+    console = Console(highlight=False)
+    if candidates:
+        table = Table(title="Candidates for mpsgen migrate, easiest first", title_justify="left")
+        for column in ("#", "op", "tier", "backing", "implementation", "lines", "graph", "xfails", "reason"):
+            numeric = column in ("#", "lines", "graph", "xfails")
+            table.add_column(column, justify="right" if numeric else "left", no_wrap=column != "reason")
+        for rank, op, tier, backing, where, lines, graph, _stub, xfails, reason in candidate_rows(report):
+            table.add_row(rank, op, tier, backing, where.rsplit("/", 1)[-1], lines, graph, xfails, reason)
+        console.print(table)
+    table = Table(title=f"MPS backing of {len(report.ops)} operators", title_justify="left")
+    for column in ("backing", "meaning", "ops", "graph sites in kernels"):
+        table.add_column(column, justify="left" if column in ("backing", "meaning") else "right")
+    for row in summary_rows(report):
+        table.add_row(*row)
+    console.print(table)
+    tiers = {t: sum(1 for r in report.ops if r.candidate and r.candidate.tier == t) for t in ("ready", "expr", "port")}
+    console.print(f"candidates: {tiers['ready']} ready, {tiers['expr']} need --expr, {tiers['port']} need a hand-written port"
+                  + ("" if candidates else " (mpsgen scan --candidates lists them)"))
+    table = Table(title=f"Graph sites per host file ({report.graph_sites} in all)", title_justify="left")
+    for column in ("host file", "graph sites", "MPSGraph kernels", "other MPS kernels"):
+        table.add_column(column, justify="left" if column == "host file" else "right")
+    for row in file_rows(report):
+        table.add_row(*row)
+    console.print(table)
+    for note in report.notes:
+        console.print(f"note: {note}", style="yellow", markup=False)

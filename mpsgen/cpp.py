@@ -14,60 +14,83 @@ from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 from mpsgen.textedit import LineIndex
 
-_RAW_PREFIX = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
+
+
+# The next comment or literal. A raw string is found at its quote: `R"delim(` (or `uR`, `UR`, `LR`,
+# `u8R`) counts when the identifier-like run before the quote is exactly that prefix.
+_LITERAL_START = re.compile(r"""//|/\*|["']""")
+_RAW_PREFIXES = frozenset({"R", "uR", "UR", "LR", "u8R"})
+_RAW_DELIMITER = re.compile(r"([^()\\\s]{0,16})\(")
+_LINE_COMMENT = re.compile(r"//(?:[^\n]*\\\n)*[^\n]*")
+_QUOTED_BODY = {
+    '"': re.compile(r'(?:[^"\\\n]|\\(?:.|\Z))*', re.S),
+    "'": re.compile(r"(?:[^'\\\n]|\\(?:.|\Z))*", re.S),
+}
+_NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 def mask_code(text: str) -> str:
     """Return `text` with comments and literal contents replaced by spaces (newlines kept).
 
     Quotes of literals stay, so `"a{b"` becomes `"   "`. Offsets and line numbers are unchanged.
+    Regex-driven: each search jumps to the next comment or literal, so code between them costs
+    nothing in Python.
     """
-    out = list(text)
-    i, n = 0, len(text)
+    parts: list[str] = []
+    pos = done = 0
+    n = len(text)
+    search = _LITERAL_START.search
 
     def blank(start: int, end: int) -> None:
-        for k in range(start, end):
-            if out[k] != "\n":
-                out[k] = " "
+        nonlocal done
+        if end > start:
+            parts.append(text[done:start])
+            parts.append(_NOT_NEWLINE.sub(" ", text[start:end]))
+            done = end
 
-    while i < n:
-        c = text[i]
-        if c == "/" and i + 1 < n and text[i + 1] == "/":
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            # a line comment continues over a backslash-newline
-            while j < n and j > 0 and text[j - 1] == "\\":
-                k = text.find("\n", j + 1)
-                j = n if k < 0 else k
-            blank(i, j)
-            i = j
-        elif c == "/" and i + 1 < n and text[i + 1] == "*":
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            blank(i, j)
-            i = j
-        elif c == "R" or (c in "uUL" and i + 1 < n and text[i + 1] in 'R8'):
-            m = _RAW_PREFIX.match(text, i)
-            if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-                end_marker = ")" + m.group(1) + '"'
-                j = text.find(end_marker, m.end())
-                j = n if j < 0 else j + len(end_marker)
-                blank(m.end(), j - len(end_marker))
-                i = j
-            else:
-                i += 1
-        elif c == '"' or c == "'":
-            if c == "'" and i > 0 and text[i - 1].isalnum() and _is_digit_separator(text, i):
-                i += 1
-                continue
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            blank(i + 1, min(j, n))
-            i = j + 1
+    while True:
+        m = search(text, pos)
+        if m is None:
+            break
+        i, token = m.start(), m.group(0)
+        if token == "//":
+            end = _LINE_COMMENT.match(text, i).end()
+            blank(i, end)
+            pos = end
+        elif token == "/*":
+            close = text.find("*/", i + 2)
+            end = n if close < 0 else close + 2
+            blank(i, end)
+            pos = end
         else:
-            i += 1
-    return "".join(out)
+            raw = _raw_string_delimiter(text, i) if token == '"' else None
+            if raw is not None:
+                end_marker = ")" + raw.group(1) + '"'
+                close = text.find(end_marker, raw.end())
+                end = n if close < 0 else close + len(end_marker)
+                blank(raw.end(), end - len(end_marker))
+                pos = end
+                continue
+            if token == "'" and i > 0 and text[i - 1].isalnum() and _is_digit_separator(text, i):
+                pos = i + 1
+                continue
+            body_end = _QUOTED_BODY[token].match(text, i + 1).end()
+            blank(i + 1, min(body_end, n))
+            pos = body_end + 1
+    parts.append(text[done:])
+    return "".join(parts)
+
+
+def _raw_string_delimiter(text: str, quote: int):
+    """The `delim(` match after the quote at `quote` when it opens a raw string, else None."""
+    if quote == 0 or text[quote - 1] != "R":
+        return None
+    start = quote - 1
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    if text[start:quote] not in _RAW_PREFIXES:
+        return None
+    return _RAW_DELIMITER.match(text, quote + 1)
 
 
 def _is_digit_separator(text: str, i: int) -> bool:

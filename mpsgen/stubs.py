@@ -92,10 +92,11 @@ def split_params(params: str) -> tuple[str, ...]:
     return tuple(normalise_param(p) for p in out if p.strip())
 
 
-def scan_types(text: str, path: str) -> dict[str, tuple[tuple[str, ...], Location, str]]:
-    """The `using <name> = <ret>(*)(...)` function types of one header."""
-    masked = mask_code(text)
-    index = LineIndex(text)
+def scan_types(text: str, path: str, masked: str | None = None, index: LineIndex | None = None) -> dict[str, tuple[tuple[str, ...], Location, str]]:
+    """The `using <name> = <ret>(*)(...)` function types of one header (`masked`/`index`: the
+    header's `mask_code` text and LineIndex when the caller has them already)."""
+    masked = mask_code(text) if masked is None else masked
+    index = LineIndex(text) if index is None else index
     types = {}
     for match in _USING.finditer(masked):
         params = split_params(masked[match.start("params") : match.end("params")])
@@ -112,12 +113,12 @@ def _in_preprocessor_line(text: str, offset: int) -> bool:
     return previous_end > 0 and text[:previous_end].rstrip(" \t\r").endswith("\\")
 
 
-def scan_header(text: str, path: str, types: dict | None = None) -> list[Stub]:
+def scan_header(text: str, path: str, types: dict | None = None, masked: str | None = None) -> list[Stub]:
     """Every DECLARE_DISPATCH of one header, with the `using` types it refers to resolved (from this
     header, then from `types`, the other headers' types)."""
-    masked = mask_code(text)
+    masked = mask_code(text) if masked is None else masked
     index = LineIndex(text)
-    local = scan_types(text, path)
+    local = scan_types(text, path, masked, index) if "using" in masked else {}
     stubs = []
     for match in _DECLARE.finditer(masked):
         if _in_preprocessor_line(masked, match.start()):
@@ -165,12 +166,16 @@ def read_stubs(checkout) -> dict[str, Stub]:
     from mpsgen.checkout import NATIVE_DIR
 
     headers = checkout.glob(NATIVE_DIR, "*.h")
+    masked = {rel: mask_code(checkout.read(rel)) for rel in headers}
     types: dict = {}
     for rel in headers:
-        types.update(scan_types(checkout.read(rel), rel))
+        if "using" in masked[rel]:
+            types.update(scan_types(checkout.read(rel), rel, masked[rel]))
     stubs: dict[str, Stub] = {}
     for rel in headers:
-        for stub in scan_header(checkout.read(rel), rel, types):
+        if "DECLARE_DISPATCH" not in masked[rel]:
+            continue
+        for stub in scan_header(checkout.read(rel), rel, types, masked[rel]):
             stubs.setdefault(stub.name, stub)
     return stubs
 
