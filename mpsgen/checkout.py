@@ -75,11 +75,12 @@ def path_inside(root: Path, rel: str) -> Path:
     path = Path(root) / rel
     real = path.resolve()
     if real != root_real and root_real not in real.parents:
-        how = "is a symlink to" if _has_symlink(Path(root), rel) else "resolves to"
-        raise MpsgenError(
-            f"{rel} {how} {real}, outside the checkout",
-            hint="mpsgen only writes files inside the checkout; replace the symlink with the file",
-        )
+        if _has_symlink(Path(root), rel):
+            raise MpsgenError(
+                f"{rel} is a symlink to {real}, outside the checkout",
+                hint="mpsgen only writes files inside the checkout; replace the symlink with the file",
+            )
+        raise MpsgenError(f"{rel} resolves to {real}, outside the checkout", hint="name a file inside the checkout")
     return real
 
 
