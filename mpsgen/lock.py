@@ -41,6 +41,7 @@ class CheckoutLock:
         self.rel = f"{LOCK_DIR}/{LOCK_NAME}"
         self.stale_removed: Holder | None = None
         self._token: str | None = None
+        self._created_dir = False
 
     def __enter__(self) -> CheckoutLock:
         self.acquire()
@@ -51,6 +52,7 @@ class CheckoutLock:
 
     def acquire(self) -> None:
         directory = self.path.parent
+        self._created_dir = not directory.exists()
         try:
             directory.mkdir(exist_ok=True)
             ignore = directory / ".gitignore"
@@ -98,6 +100,14 @@ class CheckoutLock:
         except OSError:
             pass
         self._token = None
+        if self._created_dir:  # leave no trace: remove the directory this run made, if nothing else is in it
+            directory = self.path.parent
+            try:
+                if (directory / ".gitignore").read_text(encoding="utf-8") == GITIGNORE:
+                    (directory / ".gitignore").unlink()
+                directory.rmdir()
+            except OSError:
+                pass
 
     def _remove_stale(self, holder: Holder | None) -> None:
         # Rename first so that two runs taking over the same stale lock cannot delete each other's

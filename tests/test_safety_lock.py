@@ -112,9 +112,12 @@ def test_an_unreadable_lock_is_held_while_young_and_stale_when_old(tmp_path):
 def test_the_lock_is_released_after_success_and_after_errors(tmp_path):
     root = copy_checkout(tmp_path)
     assert run_cli(["-C", str(root), "new-op", "hypot"]).exit_code == 0
-    assert not (root / ".mpsgen" / "lock").exists()
+    assert not (root / ".mpsgen").exists()  # a directory this run made is removed again
     assert run_cli(["-C", str(root), "new-op", "no_such_op"]).exit_code == 2
-    assert not (root / ".mpsgen" / "lock").exists()
+    assert not (root / ".mpsgen").exists()
+    (root / ".mpsgen" / "templates").mkdir(parents=True)
+    assert run_cli(["-C", str(root), "new-op", "nextafter"]).exit_code == 0
+    assert sorted(p.name for p in (root / ".mpsgen").iterdir()) == [".gitignore", "templates"]
 
 
 def test_release_leaves_a_lock_that_is_no_longer_ours(tmp_path, live_pid):
