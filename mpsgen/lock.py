@@ -42,6 +42,7 @@ class CheckoutLock:
         self.stale_removed: Holder | None = None
         self._token: str | None = None
         self._created_dir = False
+        self._created_ignore = False
 
     def __enter__(self) -> CheckoutLock:
         self.acquire()
@@ -58,6 +59,7 @@ class CheckoutLock:
             ignore = directory / ".gitignore"
             if not ignore.exists():
                 ignore.write_text(GITIGNORE, encoding="utf-8")
+                self._created_ignore = True
         except OSError as exc:
             raise MpsgenError(f"{LOCK_DIR}: cannot create the lock directory: {exc.strerror}",
                               hint="make the checkout writable") from None
@@ -100,14 +102,15 @@ class CheckoutLock:
         except OSError:
             pass
         self._token = None
-        if self._created_dir:  # leave no trace: remove the directory this run made, if nothing else is in it
-            directory = self.path.parent
-            try:
-                if (directory / ".gitignore").read_text(encoding="utf-8") == GITIGNORE:
-                    (directory / ".gitignore").unlink()
+        # Leave no trace: remove the .gitignore and the directory this run made (if nothing else is in it).
+        directory = self.path.parent
+        try:
+            if self._created_ignore and (directory / ".gitignore").read_text(encoding="utf-8") == GITIGNORE:
+                (directory / ".gitignore").unlink()
+            if self._created_dir:
                 directory.rmdir()
-            except OSError:
-                pass
+        except OSError:
+            pass
 
     def _remove_stale(self, holder: Holder | None) -> None:
         # Rename first so that two runs taking over the same stale lock cannot delete each other's
