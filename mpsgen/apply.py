@@ -94,6 +94,8 @@ def apply_plan(plan: Plan, *, _write_hook=None) -> list[str]:
         current = None
     except BaseException as exc:
         failed = current.edit.path if current is not None else "?"
+        if current is not None and _landed(current):
+            replaced.append(current)  # the failure came after its rename (Ctrl-C, the directory fsync)
         unrestored = _restore(replaced)
         if unrestored:
             raise MpsgenError(
@@ -135,6 +137,14 @@ def _check_unchanged(target: _Target, current: bytes | None) -> None:
             f"{target.edit.path} changed after mpsgen read it",
             hint="no file was left modified; run the command again",
         )
+
+
+def _landed(target: _Target) -> bool:
+    """Whether the target already holds the new bytes: then it was replaced and needs restoring."""
+    try:
+        return _current_bytes(target.path) == target.edit.after.encode("utf-8") != target.original
+    except OSError:
+        return False
 
 
 def _restore(replaced: list[_Target]) -> list[str]:
