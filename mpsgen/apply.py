@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
+from mpsgen.checkout import path_inside
 from mpsgen.errors import MpsgenError
-from mpsgen.model import FileEdit, Plan, sha256_text
+from mpsgen.model import FileEdit, Plan
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 
@@ -152,59 +155,144 @@ def line_counts(plan: Plan) -> tuple[int, int]:
     return sum(_count(e, "+") for e in plan.edits), sum(_count(e, "-") for e in plan.edits)
 
 
+@dataclass
+class _Target:
+    """One file about to be replaced: where it really is, and what to put back if the run fails."""
+
+    edit: FileEdit
+    path: Path
+    original: bytes | None
+    stat: os.stat_result | None
+
+
 def apply_plan(plan: Plan, *, _write_hook=None) -> list[str]:
     """Write every edited file atomically: each new text goes to a temp file in the same directory,
-    is fsynced, then renamed over the original. Before anything is written, every file is checked
-    to still hold the text the plan was made from. If any step fails, files already replaced get
-    their original bytes back and the error names the file that failed."""
+    is fsynced, then renamed over the original (mode and owner kept; the text already carries the
+    file's own line endings). Before anything is written, every file is checked to still hold the
+    bytes the plan was made from, and to lie inside the checkout. If any step fails (an exception,
+    a full disk, Ctrl-C), files already replaced get their original bytes back and the error names
+    the file that failed; KeyboardInterrupt is re-raised after the restore. `_write_hook(path)` is
+    called before each file is written (tests inject failures with it)."""
     root = Path(plan.root)
-    targets = []
-    for edit in plan.edits:
-        path = root / edit.path
-        current = path.read_bytes().decode("utf-8") if path.exists() else ""
-        if sha256_text(current) != edit.before_sha256:
-            raise MpsgenError(
-                f"{edit.path} changed after mpsgen read it",
-                hint="nothing was written; run the command again",
-            )
-        targets.append((edit, path))
-    replaced: list[tuple[Path, bytes | None, int | None]] = []
-    written = []
+    targets = [_prepare(root, edit) for edit in plan.edits]
+    replaced: list[_Target] = []
+    current: _Target | None = None
     try:
-        for edit, path in targets:
-            original = path.read_bytes() if path.exists() else None
-            mode = path.stat().st_mode & 0o7777 if path.exists() else None
+        for target in targets:
+            current = target
             if _write_hook:
-                _write_hook(edit.path)
-            _atomic_write(path, edit.after.encode("utf-8"), mode)
-            replaced.append((path, original, mode))
-            written.append(edit.path)
+                _write_hook(target.edit.path)
+            _check_unchanged(target, _current_bytes(target.path))
+            _atomic_write(target.path, target.edit.after.encode("utf-8"), target.stat)
+            replaced.append(target)
+        current = None
     except BaseException as exc:
-        for path, original, mode in reversed(replaced):
-            if original is None:
-                path.unlink(missing_ok=True)
-            else:
-                _atomic_write(path, original, mode)
-        failed = targets[len(replaced)][0].path if len(replaced) < len(targets) else "?"
+        failed = current.edit.path if current is not None else "?"
+        if current is not None and _landed(current):
+            replaced.append(current)  # the failure came after its rename (Ctrl-C, the directory fsync)
+        unrestored = _restore(replaced)
+        if unrestored:
+            raise MpsgenError(
+                f"writing {failed} failed ({_reason(exc)}) and {', '.join(unrestored)} could not be restored",
+                hint="restore those files from git (git checkout -- FILE) or your editor",
+            ) from exc
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
+        if isinstance(exc, MpsgenError):
+            raise
         raise MpsgenError(
-            f"writing {failed} failed: {exc}",
+            f"writing {failed} failed: {_reason(exc)}",
             hint="every file was restored to its original content",
         ) from exc
-    return written
+    return [target.edit.path for target in replaced]
 
 
-def _atomic_write(path: Path, data: bytes, mode: int | None) -> None:
+def _prepare(root: Path, edit: FileEdit) -> _Target:
+    path = path_inside(root, edit.path)
+    try:
+        original = _current_bytes(path)
+        stat = path.stat() if original is not None else None
+    except OSError as exc:
+        raise MpsgenError(f"{edit.path}: cannot read it before writing: {_reason(exc)}", hint="nothing was written") from None
+    target = _Target(edit, path, original, stat)
+    _check_unchanged(target, original)
+    return target
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
+
+
+def _check_unchanged(target: _Target, current: bytes | None) -> None:
+    """The file must still hold the bytes the plan was computed from (compared by sha256), and
+    the bytes read just before writing must be those read when the apply started."""
+    if hashlib.sha256(current or b"").hexdigest() != target.edit.before_sha256 or current != target.original:
+        raise MpsgenError(
+            f"{target.edit.path} changed after mpsgen read it",
+            hint="no file was left modified; run the command again",
+        )
+
+
+def _landed(target: _Target) -> bool:
+    """Whether the target already holds the new bytes: then it was replaced and needs restoring."""
+    try:
+        return _current_bytes(target.path) == target.edit.after.encode("utf-8") != target.original
+    except OSError:
+        return False
+
+
+def _restore(replaced: list[_Target]) -> list[str]:
+    """Put back the original bytes of every replaced file, newest first; returns those that failed."""
+    failed = []
+    for target in reversed(replaced):
+        try:
+            if target.original is None:
+                target.path.unlink(missing_ok=True)
+            else:
+                _atomic_write(target.path, target.original, target.stat)
+        except BaseException:  # keep restoring the others, even on a second Ctrl-C
+            failed.append(target.edit.path)
+    return failed
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return str(exc) or type(exc).__name__
+
+
+def _atomic_write(path: Path, data: bytes, stat: os.stat_result | None) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".mpsgen-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if stat is not None:
+            os.chmod(tmp, stat.st_mode & 0o7777)
+            if (stat.st_uid, stat.st_gid) != (os.getuid(), os.getgid()):
+                try:
+                    os.chown(tmp, stat.st_uid, stat.st_gid)
+                except OSError:
+                    pass  # not permitted: the file becomes ours, as with any editor's save
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable; some file systems cannot open a directory, which is fine."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -68,6 +68,31 @@ class Checkout:
         return sorted(f"{rel_dir}/{p.name}" for p in base.glob(pattern) if p.is_file())
 
 
+def path_inside(root: Path, rel: str) -> Path:
+    """The real path of `rel`, following symlinks, refused when it lies outside the checkout (a `..`
+    in the name, or a symlink pointing elsewhere): mpsgen never writes outside the checkout."""
+    root_real = Path(root).resolve()
+    path = Path(root) / rel
+    real = path.resolve()
+    if real != root_real and root_real not in real.parents:
+        if _has_symlink(Path(root), rel):
+            raise MpsgenError(
+                f"{rel} is a symlink to {real}, outside the checkout",
+                hint="mpsgen only writes files inside the checkout; replace the symlink with the file",
+            )
+        raise MpsgenError(f"{rel} resolves to {real}, outside the checkout", hint="name a file inside the checkout")
+    return real
+
+
+def _has_symlink(root: Path, rel: str) -> bool:
+    path = root
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            return True
+    return False
+
+
 def read_text(root: Path, rel: str) -> str:
     path = root / rel
     try:
@@ -123,6 +148,7 @@ class Workspace:
             before = self.checkout.read(rel) if self.checkout.exists(rel) else ""
             after = self._overlay[rel]
             if before != after:
+                path_inside(self.checkout.root, rel)
                 edits.append(FileEdit(rel, before, after, sha256_text(before)))
         return Plan(
             root=str(self.checkout.root),

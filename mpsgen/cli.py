@@ -4,6 +4,7 @@ Library modules are imported inside the commands so that `mpsgen --help` stays f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
@@ -73,6 +74,8 @@ def _kernel_options(func):
                      help="Also drop the op's UNDEFINED_XFAILLIST / precision / random entries in common_mps.py (reported otherwise)."),
         click.option("--dry-run", is_flag=True, help="Print the unified diff of every change; write nothing."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the human report."),
+        click.option("--require-clean", is_flag=True,
+                     help="Refuse to run when a file the change touches has uncommitted changes (default: warn)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -98,14 +101,16 @@ def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefin
 @click.argument("op")
 @_kernel_options
 @click.pass_obj
-def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json):
+def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json, require_clean):
     """Give OP (CPU/CUDA kernels through a shared stub) a native Metal MPS kernel."""
 
     def run():
         from mpsgen.newop import plan_new_op
 
-        plan = plan_new_op(state.checkout(), op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
-        return _finish(plan, "new-op", dry_run, as_json)
+        checkout = state.checkout()
+        with _writing(checkout, dry_run):
+            plan = plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
+            return _finish(plan, "new-op", dry_run, as_json, require_clean)
 
     sys.exit(run_guarded(state, run))
 
@@ -114,7 +119,7 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
 @click.argument("ops", nargs=-1, required=True)
 @_kernel_options
 @click.pass_obj
-def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json):
+def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json, require_clean):
     """Move OPS from MPSGraph onto native Metal kernels (several ops: one transaction)."""
 
     def run():
@@ -124,15 +129,51 @@ def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, d
             from mpsgen.errors import MpsgenError
 
             raise MpsgenError("--expr, --stub, --kernel-file and --host-file apply to one op", hint="migrate such ops one at a time")
-        plan = plan_migrate(state.checkout(), tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
-        return _finish(plan, "migrate", dry_run, as_json)
+        checkout = state.checkout()
+        with _writing(checkout, dry_run):
+            plan = plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
+            return _finish(plan, "migrate", dry_run, as_json, require_clean)
 
     sys.exit(run_guarded(state, run))
 
 
-def _finish(plan, command, dry_run, as_json) -> int:
+@contextlib.contextmanager
+def _writing(checkout, dry_run):
+    """Hold the checkout's lock from reading to writing, so that two runs never interleave; a dry
+    run writes nothing and takes no lock."""
+    if dry_run:
+        yield
+        return
+    from mpsgen.lock import CheckoutLock
+
+    with CheckoutLock(checkout.root) as lock:
+        if lock.stale_removed is not None:
+            click.echo(f"mpsgen: warning: took over the lock of a run that is gone ({lock.stale_removed.describe()})", err=True)
+        yield
+
+
+def _check_git(plan, require_clean) -> None:
+    """Warn (or with --require-clean refuse) when a file the plan changes has uncommitted work."""
+    from pathlib import Path
+
+    from mpsgen.gitstate import uncommitted
+
+    dirty = uncommitted(Path(plan.root), [edit.path for edit in plan.edits])
+    if dirty and require_clean:
+        from mpsgen.errors import MpsgenError
+
+        more = f" (and {len(dirty) - 1} more)" if len(dirty) > 1 else ""
+        raise MpsgenError(f"{dirty[0]}{more} has uncommitted changes and --require-clean was given",
+                          hint="commit or stash them first, or run without --require-clean")
+    for rel in dirty:
+        click.echo(f"mpsgen: warning: {rel} has uncommitted changes; mpsgen's edits will mix with them "
+                   "(commit or stash first to review them apart)", err=True)
+
+
+def _finish(plan, command, dry_run, as_json, require_clean=False) -> int:
     from mpsgen.apply import apply_plan, plan_to_json, render_diff
 
+    _check_git(plan, require_clean)
     applied = False
     if not dry_run and not plan.empty:
         apply_plan(plan)

@@ -54,9 +54,16 @@ def validate_expr(expr: str, operands: tuple[str, ...]) -> None:
     for i, match in enumerate(tokens):
         op = match.group("op")
         if op:
-            depth += op.count("(") - op.count(")")
-            if depth < 0:
-                raise MpsgenError("--expr has an unbalanced `)`", hint="balance the parentheses")
+            for ch in op:
+                depth += (ch == "(") - (ch == ")")
+                if depth < 0:
+                    raise MpsgenError("--expr has an unbalanced `)`", hint="balance the parentheses")
+                if ch == "," and depth == 0:
+                    raise MpsgenError("--expr must be a single expression; it has a top-level comma",
+                                      hint="write one expression; commas only separate a call's arguments")
+        elif i > 0 and _ends_operand(tokens[i - 1]):
+            raise MpsgenError(f"--expr must be a single expression; {match.group().strip()!r} follows an operand with no operator",
+                              hint=f"join the parts with an operator, e.g. --expr \"{operands[0]} * {operands[0]}\"")
         name = match.group("name")
         if name and name not in operands:
             called = i + 1 < len(tokens) and (tokens[i + 1].group("op") or "").startswith("(")
@@ -67,6 +74,11 @@ def validate_expr(expr: str, operands: tuple[str, ...]) -> None:
                 )
     if depth != 0:
         raise MpsgenError("--expr has an unbalanced `(`", hint="balance the parentheses")
+
+
+def _ends_operand(token: re.Match) -> bool:
+    op = token.group("op")
+    return op is None or op.endswith((")", "]"))
 
 
 def effective_groups(groups: tuple[str, ...]) -> tuple[str, ...]:

@@ -243,4 +243,13 @@ def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, regis
         for reg in missing:
             ws.add_change("register", Location(path, line), reg.render())
     if spans:
-        ws.write(path, replace_spans(text, spans))
+        ws.write(path, replace_spans(text, [_at_unterminated_end(text, span, newline) for span in spans]))
+
+
+def _at_unterminated_end(text: str, span: tuple[int, int, str], newline: str) -> tuple[int, int, str]:
+    """Text added after a last line that has no line ending starts on a line of its own, and the file
+    still ends without one (never glue code onto the user's last line)."""
+    start, end, new = span
+    if start == len(text) and new and text and not text.endswith(("\n", "\r")):
+        return start, end, newline + new.removesuffix(newline)
+    return span

@@ -1,0 +1,170 @@
+"""One run per checkout: `.mpsgen/lock` names its holder; a dead holder's lock is taken over."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mpsgen.errors import MpsgenError
+from mpsgen.lock import CheckoutLock, read_holder
+from support import REPO, copy_checkout, run_cli, snapshot
+
+
+def write_lock(root, pid, host=None, started="2026-01-01T00:00:00+0000"):
+    (root / ".mpsgen").mkdir(exist_ok=True)
+    (root / ".mpsgen" / "lock").write_text(json.dumps({"pid": pid, "host": host or socket.gethostname(), "started": started}))
+
+
+@pytest.fixture
+def live_pid():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def dead_pid():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_live_holder_stops_the_run_and_is_named(tmp_path, live_pid):
+    root = copy_checkout(tmp_path)
+    write_lock(root, live_pid)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "new-op", "hypot"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"mpsgen: error: .mpsgen/lock: another mpsgen run (pid {live_pid} on {socket.gethostname()}, started "
+        "2026-01-01T00:00:00+0000) is changing this checkout (wait for it to finish; if that process is gone, "
+        "delete .mpsgen/lock)\n"
+    )
+    assert snapshot(root) == before
+    assert read_holder(root / ".mpsgen" / "lock").pid == live_pid  # someone else's lock is left alone
+
+
+def test_a_real_second_process_holding_the_lock_stops_the_run(tmp_path):
+    root = copy_checkout(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path; from mpsgen.lock import CheckoutLock\n"
+         "with CheckoutLock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(120)\n", str(root)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = snapshot(root)
+        result = run_cli(["-C", str(root), "new-op", "hypot"])
+        assert result.exit_code == 2
+        assert f"(pid {holder.pid} on " in result.stderr and result.stderr.count("\n") == 1
+        assert snapshot(root) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_dead_holders_lock_is_taken_over_with_a_warning(tmp_path, dead_pid):
+    root = copy_checkout(tmp_path)
+    write_lock(root, dead_pid)
+    result = run_cli(["-C", str(root), "new-op", "hypot"])
+    assert result.exit_code == 0, result.stderr
+    assert f"mpsgen: warning: took over the lock of a run that is gone (pid {dead_pid} on" in result.stderr
+    assert not (root / ".mpsgen" / "lock").exists()
+    assert b"hypot_stub" in (root / "aten/src/ATen/native/mps/operations/BinaryKernel.mm").read_bytes()
+
+
+def test_our_own_pid_in_a_leftover_lock_is_stale(tmp_path):
+    root = copy_checkout(tmp_path)
+    write_lock(root, os.getpid())
+    with CheckoutLock(root) as lock:
+        assert lock.stale_removed is not None
+
+
+def test_a_lock_from_another_host_is_respected(tmp_path, dead_pid):
+    root = copy_checkout(tmp_path)
+    write_lock(root, dead_pid, host="build-server-7")
+    with pytest.raises(MpsgenError, match=f"pid {dead_pid} on build-server-7"):
+        CheckoutLock(root).acquire()
+
+
+def test_an_unreadable_lock_is_held_while_young_and_stale_when_old(tmp_path):
+    root = copy_checkout(tmp_path)
+    (root / ".mpsgen").mkdir()
+    lock = root / ".mpsgen" / "lock"
+    lock.write_text("")
+    with pytest.raises(MpsgenError, match="still being written"):
+        CheckoutLock(root).acquire()
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    with CheckoutLock(root):
+        assert read_holder(lock).pid == os.getpid()
+    assert not lock.exists()
+
+
+def test_the_lock_is_released_after_success_and_after_errors(tmp_path):
+    root = copy_checkout(tmp_path)
+    assert run_cli(["-C", str(root), "new-op", "hypot"]).exit_code == 0
+    assert not (root / ".mpsgen").exists()  # a directory this run made is removed again
+    assert run_cli(["-C", str(root), "new-op", "no_such_op"]).exit_code == 2
+    assert not (root / ".mpsgen").exists()
+    (root / ".mpsgen" / "templates").mkdir(parents=True)
+    assert run_cli(["-C", str(root), "new-op", "nextafter"]).exit_code == 0
+    assert sorted(p.name for p in (root / ".mpsgen").iterdir()) == ["templates"]
+
+
+def test_release_leaves_a_lock_that_is_no_longer_ours(tmp_path, live_pid):
+    root = copy_checkout(tmp_path)
+    lock = CheckoutLock(root)
+    lock.acquire()
+    write_lock(root, live_pid)  # someone removed ours by hand and took it
+    lock.release()
+    assert read_holder(root / ".mpsgen" / "lock").pid == live_pid
+
+
+def test_a_dry_run_takes_no_lock(tmp_path, live_pid):
+    root = copy_checkout(tmp_path)
+    write_lock(root, live_pid)
+    result = run_cli(["-C", str(root), "new-op", "hypot", "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+
+
+def test_the_lock_directory_keeps_git_status_clean(tmp_path):
+    root = copy_checkout(tmp_path)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    lock = CheckoutLock(root)
+    lock.acquire()
+    try:
+        status = subprocess.run([*git, "status", "--porcelain", "--untracked-files=all"],
+                                capture_output=True, text=True, check=True).stdout
+        assert status == ""
+    finally:
+        lock.release()
+    result = run_cli(["-C", str(root), "new-op", "hypot"])
+    assert result.exit_code == 0, result.stderr
+    status = subprocess.run([*git, "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout
+    assert sorted(line[3:] for line in status.splitlines()) == [
+        "aten/src/ATen/native/mps/kernels/BinaryKernel.metal",
+        "aten/src/ATen/native/mps/operations/BinaryKernel.mm",
+        "aten/src/ATen/native/native_functions.yaml",
+    ]
+
+
+def test_an_existing_mpsgen_gitignore_is_not_replaced(tmp_path):
+    root = copy_checkout(tmp_path)
+    (root / ".mpsgen").mkdir()
+    (root / ".mpsgen" / ".gitignore").write_text("mine\n")
+    with CheckoutLock(root):
+        pass
+    assert (root / ".mpsgen" / ".gitignore").read_text() == "mine\n"
