@@ -6,7 +6,6 @@ import difflib
 import functools
 import hashlib
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path

@@ -3,7 +3,6 @@ on stderr, exit code 2, and leaves every file of the checkout byte-identical (.m
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from pathlib import Path

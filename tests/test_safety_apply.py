@@ -26,7 +26,7 @@ CMI = "torch/testing/_internal/common_methods_invocations.py"
 
 def hypot_plan(root: Path):
     plan = plan_new_op(Checkout(root), "hypot", Options())
-    assert sorted(e.path for e in plan.edits) == sorted([HOST, METAL, NF])
+    assert sorted(e.path for e in plan.edits) == sorted([HOST, METAL, NF, COMMON_MPS])
     return plan
 
 
@@ -38,7 +38,7 @@ def test_apply_writes_every_file_and_leaves_no_temp_files(tmp_path):
     root = copy_checkout(tmp_path)
     plan = hypot_plan(root)
     written = apply_plan(plan)
-    assert sorted(written) == sorted([HOST, METAL, NF])
+    assert sorted(written) == sorted([HOST, METAL, NF, COMMON_MPS])
     for edit in plan.edits:
         assert (root / edit.path).read_bytes() == edit.after.encode("utf-8")
     assert temp_files(root) == []

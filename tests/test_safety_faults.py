@@ -7,7 +7,6 @@ Set MPSGEN_SAFETY_FIGURES=FILE to append the figures (cases, files compared, byt
 from __future__ import annotations
 
 import errno
-import importlib.util
 import json
 import os
 from pathlib import Path

@@ -158,6 +158,7 @@ def test_the_lock_directory_keeps_git_status_clean(tmp_path):
         "aten/src/ATen/native/mps/kernels/BinaryKernel.metal",
         "aten/src/ATen/native/mps/operations/BinaryKernel.mm",
         "aten/src/ATen/native/native_functions.yaml",
+        "torch/testing/_internal/common_mps.py",
     ]
 
 
