@@ -309,7 +309,10 @@ def plan_testlist_edits(
     wanted_section = "grad" if backward else "forward"
     spans: list[tuple[int, int, str]] = []
     changes: list[TestListChange] = []
-    for table in _xfail_dicts(text, path, found, index, collector):
+    wanted = set(keys)
+    # only dicts holding one of the keys need their entries (and comment groups) read
+    holding = [c for c in found if isinstance(c.node, ast.Dict) and any(_string_value(k) in wanted for k in c.node.keys)]
+    for table in _xfail_dicts(text, path, holding, index, collector):
         container = next(c for c in found if c.span == table.span)
         remove_flags = [False] * len(table.entries)
         for i, entry in enumerate(table.entries):
