@@ -18,7 +18,8 @@ def opinfo_test_name(key: str) -> str:
 
 def find_op_opinfos(ws: Workspace, op: str):
     """The op's OpInfos in common_methods_invocations.py, then in opinfo/definitions/*.py."""
-    from mpsgen.opinfo import find_opinfos
+    from mpsgen.cache import cached_index
+    from mpsgen.opinfo import find_opinfos, scan_calls
 
     found = []
     sources = [COMMON_METHODS] + ws.checkout.glob(OPINFO_DEFINITIONS, "*.py")
@@ -28,8 +29,11 @@ def find_op_opinfos(ws: Workspace, op: str):
         text = ws.read(rel)
         if op not in text:
             continue
+        # the index of an unedited file comes from .mpsgen/cache/ (validated by the text's hash)
+        on_disk = ws.checkout.root if text is ws.checkout.read(rel) else None
+        index = cached_index(on_disk, rel, text, "opinfo-calls", lambda: scan_calls(text))
         try:
-            refs = find_opinfos(text, rel, op, frozenset({op}))
+            refs = find_opinfos(text, rel, op, frozenset({op}), index=index)
         except MpsgenError:
             continue
         if refs:

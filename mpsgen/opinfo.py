@@ -3,8 +3,8 @@ fast, then edit their MPS decorators and `dtypesIfMPS=`.
 
 Locating never parses the whole file (libcst needs ~7 s for it): a regex finds every `...Info(` call
 that opens with a quoted name and every `aten_name=` / `aten_backward_name=` / `torch_opinfo_name=`
-keyword; a bracket matcher that skips strings and comments delimits the calls of interest; libcst
-then parses only those calls.
+keyword; a bracket matcher that skips strings and comments delimits the calls of interest; the
+stdlib `ast` parser then parses only those calls (libcst's import alone cost ~0.2 s).
 
 Which entries belong to an aten op `op` (rules the issue leaves to us):
 - `name == op`, `name` with dots as underscores `== op` (`special.ndtri` for `special_ndtri`),
@@ -23,16 +23,15 @@ expected failure or a skip (`unittest.expectedFailure`, `unittest.skip(...)`, `s
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from dataclasses import dataclass
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
-from mpsgen.pylists import Element, match_bracket, removal_spans, syntax_error_line, whole_lines_span
+from mpsgen.pylists import Element, NodeSpans, match_bracket, parse_python, removal_spans, whole_lines_span
 from mpsgen.testlists import TestListChange, canonical_dtype
 from mpsgen.textedit import LineIndex, replace_spans
 
@@ -114,10 +113,22 @@ def _enclosing(starts_offsets: list[int], starts, offset: int) -> int | None:
     return i if i >= 0 else None
 
 
-def find_opinfos(text: str, path: str, op: str, aten_names: frozenset[str] = frozenset()) -> tuple[OpInfoRef, ...]:
-    """The OpInfo and python-ref entries testing aten op `op`, in file order."""
+def scan_calls(text: str) -> dict:
+    """The file's index (JSON data, cacheable per file): every `...Info(` call start as
+    [offset, class, name] and every aten_name=/aten_backward_name=/torch_opinfo_name= keyword as
+    [offset, keyword, value]. Two regex passes over the file (~0.1 s for the real one)."""
+    keywords = [[m.start(), m.group(1), m.group(3)] for m in _KEYWORD.finditer(text)]
+    return {"starts": [list(s) for s in _call_starts(text)], "keywords": keywords}
+
+
+def find_opinfos(
+    text: str, path: str, op: str, aten_names: frozenset[str] = frozenset(), *, index: dict | None = None
+) -> tuple[OpInfoRef, ...]:
+    """The OpInfo and python-ref entries testing aten op `op`, in file order. `index` is
+    `scan_calls(text)`, when the caller has it (e.g. from `mpsgen.cache`)."""
     targets = frozenset({op}) | aten_names
-    starts = _call_starts(text)
+    index = index if index is not None else scan_calls(text)
+    starts = [tuple(s) for s in index["starts"]]
     offsets = [s[0] for s in starts]
     chosen: dict[int, int] = {}  # start index -> call end
     ends: dict[int, int] = {}
@@ -139,13 +150,12 @@ def find_opinfos(text: str, path: str, op: str, aten_names: frozenset[str] = fro
         if _name_matches(name, targets):
             chosen[i] = end_of(i)
     ref_hits: list[tuple[int, str]] = []
-    for m in _KEYWORD.finditer(text):
-        keyword, value = m.group(1), m.group(3)
+    for at, keyword, value in index["keywords"]:
         if keyword == "torch_opinfo_name":
-            ref_hits.append((m.start(), value))
+            ref_hits.append((at, value))
         elif value in targets:
-            i = _enclosing(offsets, starts, m.start())
-            if i is not None and m.start() < end_of(i):
+            i = _enclosing(offsets, starts, at)
+            if i is not None and at < end_of(i):
                 chosen[i] = end_of(i)
     refs = [_read_call(text, path, starts[i][0], chosen[i]) for i in sorted(chosen)]
     matched_names = {ref.name for ref in refs}
@@ -166,43 +176,45 @@ def find_opinfos(text: str, path: str, op: str, aten_names: frozenset[str] = fro
     return tuple(sorted(refs, key=lambda r: r.span[0]))
 
 
-def _parse_call(text: str, path: str, start: int, end: int) -> tuple[cst.Call, dict, LineIndex]:
+def _parse_call(text: str, path: str, start: int, end: int) -> tuple[ast.Call, NodeSpans]:
+    """The call at text[start:end], parsed alone; its NodeSpans give spans in file coordinates."""
     snippet = text[start:end]
-    try:
-        module = cst.parse_module(snippet)
-    except cst.ParserSyntaxError as exc:
-        raise MpsgenError(
-            f"cannot parse OpInfo call: {exc.message}",
-            location=Location(path, _line_of(text, start) + syntax_error_line(snippet, exc.raw_line) - 1),
-            hint="fix the syntax error before running mpsgen",
-        ) from exc
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    call = module.body[0].body[0].value  # type: ignore[attr-defined]
-    return call, positions, LineIndex(snippet)
+    tree = parse_python(snippet, path, "OpInfo call", first_line=_line_of(text, start), mode="eval")
+    if not isinstance(tree.body, ast.Call):
+        raise MpsgenError("not a call", location=Location(path, _line_of(text, start)), hint="mpsgen reads OpInfo(...) calls only")
+    return tree.body, NodeSpans(snippet, base=start)
 
 
-def _string(node: cst.BaseExpression | None) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
+def _string(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+        value = node.value
         return value if isinstance(value, str) else value.decode()
-    if isinstance(node, cst.ConcatenatedString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
     return None
 
 
-def _kwargs(call: cst.Call) -> dict[str, cst.Arg]:
-    return {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+def _kwargs(call: ast.Call) -> dict[str, ast.keyword]:
+    return {arg.arg: arg for arg in call.keywords if arg.arg is not None}
+
+
+def _syntactic_span(node: ast.expr, spans: NodeSpans) -> tuple[int, int]:
+    """The span of an expression without the parentheses around a tuple (ast includes them, libcst
+    did not; edits such as `dtypesIfMPS=(...)` keep their parentheses)."""
+    start, end = spans.span(node)
+    text, base = spans.text, spans.base
+    if isinstance(node, ast.Tuple) and node.elts and text[start - base] == "(" and text[end - base - 1] == ")":
+        start = spans.span(node.elts[0])[0]
+        end -= 1
+        while text[end - base - 1] in " \t\r\n":
+            end -= 1
+    return start, end
 
 
 def _read_call(text: str, path: str, start: int, end: int) -> OpInfoRef:
-    call, _, _ = _parse_call(text, path, start, end)
+    call, spans = _parse_call(text, path, start, end)
     kwargs = _kwargs(call)
-    module = cst.Module(body=[])
     location = Location(path, _line_of(text, start))
-    positional = [arg for arg in call.args if arg.keyword is None]
-    name = _string(positional[0].value) if positional else _string(kwargs["name"].value) if "name" in kwargs else None
+    positional = call.args
+    name = _string(positional[0]) if positional else _string(kwargs["name"].value) if "name" in kwargs else None
     if name is None:
         raise MpsgenError("OpInfo name is not a string literal", location=location, hint="mpsgen reads literal names only")
     variant = ""
@@ -214,12 +226,12 @@ def _read_call(text: str, path: str, start: int, end: int) -> OpInfoRef:
             )
 
     def text_of(keyword: str) -> str | None:
-        return module.code_for_node(kwargs[keyword].value) if keyword in kwargs else None
+        return spans.source(kwargs[keyword].value) if keyword in kwargs else None
 
     aliases: tuple[str, ...] = ()
-    if "aliases" in kwargs and isinstance(kwargs["aliases"].value, (cst.Tuple, cst.List)):
-        aliases = tuple(a for a in (_string(el.value) for el in kwargs["aliases"].value.elements) if a)
-    cls = call.func.value if isinstance(call.func, cst.Name) else module.code_for_node(call.func)
+    if "aliases" in kwargs and isinstance(kwargs["aliases"].value, (ast.Tuple, ast.List)):
+        aliases = tuple(a for a in (_string(el) for el in kwargs["aliases"].value.elts) if a)
+    cls = call.func.id if isinstance(call.func, ast.Name) else spans.source(call.func)
     torch_opinfo_name = _string(kwargs["torch_opinfo_name"].value) if "torch_opinfo_name" in kwargs else None
     return OpInfoRef(
         name=name,
@@ -238,22 +250,27 @@ def _read_call(text: str, path: str, start: int, end: int) -> OpInfoRef:
     )
 
 
-def _torch_dtype(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "torch":
-        return canonical_dtype(node.attr.value)
+def _torch_dtype(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        return canonical_dtype(node.attr)
     return None
 
 
-def evaluate_dtypes(node: cst.BaseExpression) -> frozenset[str] | None:
+def evaluate_dtypes(node) -> frozenset[str] | None:
     """The dtypes a `dtypes=`-style expression names (canonical names), or None when it is not a
-    literal list of `torch.<dtype>` or a common_dtype helper call over them."""
-    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
-        names = [_torch_dtype(el.value) for el in node.elements]
+    literal list of `torch.<dtype>` or a common_dtype helper call over them. `node` is an `ast`
+    expression (a libcst expression is accepted too, read through its code)."""
+    if not isinstance(node, ast.AST):
+        import libcst
+
+        node = ast.parse(libcst.Module(body=[]).code_for_node(node).strip(), mode="eval").body
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        names = [_torch_dtype(el) for el in node.elts]
         return frozenset(names) if all(names) else None  # type: ignore[arg-type]
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in DTYPE_HELPERS:
-        names = [_torch_dtype(arg.value) for arg in node.args]
-        if all(names) and all(arg.keyword is None and arg.star == "" for arg in node.args):
-            return DTYPE_HELPERS[node.func.value] | frozenset(names)  # type: ignore[arg-type]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DTYPE_HELPERS:
+        names = [_torch_dtype(arg) for arg in node.args]
+        if all(names) and not node.keywords:
+            return DTYPE_HELPERS[node.func.id] | frozenset(names)  # type: ignore[arg-type]
     return None
 
 
@@ -264,8 +281,8 @@ def tested_dtypes(ref: OpInfoRef) -> frozenset[str] | None:
     if source is None:
         return None
     try:
-        found = evaluate_dtypes(cst.parse_expression(source))
-    except cst.ParserSyntaxError:
+        found = evaluate_dtypes(ast.parse(source.strip(), mode="eval").body)
+    except SyntaxError:
         return None
     return None if found is None else found - NOT_ON_MPS
 
@@ -290,35 +307,25 @@ def render_dtypes(dtypes: frozenset[str]) -> str:
     return f"{base}({', '.join(f'torch.{d}' for d in ordered)})"
 
 
-@dataclass(frozen=True)
-class _Decorator:
-    element: cst.Element
-    start: int
-    end: int
-    line: int
-    verdict: str | None  # "removed-decorator" / "kept" / None (not about MPS)
-    detail: str
-
-
-def _callee(node: cst.BaseExpression) -> str:
-    while isinstance(node, cst.Call):
+def _callee(node: ast.expr) -> str:
+    while isinstance(node, ast.Call):
         node = node.func
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    if isinstance(node, cst.Name):
-        return node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
     return ""
 
 
-def _classify(element: cst.BaseExpression, covered: frozenset[str]) -> tuple[str | None, str]:
+def _classify(element: ast.expr, covered: frozenset[str]) -> tuple[str | None, str]:
     callee = _callee(element)
     if callee != "DecorateInfo":
         if callee in _MPS_ONLY_DECORATORS:
             return "kept", f"{callee} applies to every test of the OpInfo; not tied to dtype coverage"
         return None, ""
-    assert isinstance(element, cst.Call)
-    positional = [arg.value for arg in element.args if arg.keyword is None]
-    kw = {arg.keyword.value: arg.value for arg in element.args if arg.keyword is not None}
+    assert isinstance(element, ast.Call)
+    positional = list(element.args)
+    kw = {arg.arg: arg.value for arg in element.keywords if arg.arg is not None}
     decorator = positional[0] if positional else kw.get("decorators")
     slots = ("cls_name", "test_name", "device_type", "dtypes")
     for slot, value in zip(slots, positional[1:]):
@@ -358,31 +365,26 @@ def plan_opinfo_edits(
     changes: list[TestListChange] = []
     index: LineIndex | None = None
     for ref in refs:
-        start = ref.span[0]
-        call, positions, sindex = _parse_call(text, path, *ref.span)
+        call, nodes = _parse_call(text, path, *ref.span)
         first_line = ref.location.line
 
-        def span_of(node: cst.CSTNode) -> tuple[int, int]:
-            pos = positions[node]
-            return (
-                start + sindex.start_of(pos.start.line) + pos.start.column,
-                start + sindex.start_of(pos.end.line) + pos.end.column,
-            )
+        def span_of(node: ast.AST) -> tuple[int, int]:
+            return _syntactic_span(node, nodes) if isinstance(node, ast.expr) else nodes.span(node)
 
-        def line_of(node: cst.CSTNode) -> int:
-            return first_line + positions[node].start.line - 1
+        def line_of(node: ast.expr) -> int:
+            return first_line + node.lineno - 1
 
         if index is None:
             index = LineIndex(text)
-        for arg in call.args:
-            keyword = arg.keyword.value if arg.keyword is not None else None
-            if keyword in ("skips", "decorators") and isinstance(arg.value, (cst.Tuple, cst.List)):
-                elements = list(arg.value.elements)
-                verdicts = [_classify(el.value, covered) for el in elements]
+        for arg in call.keywords:
+            keyword = arg.arg
+            if keyword in ("skips", "decorators") and isinstance(arg.value, (ast.Tuple, ast.List)):
+                elements = list(arg.value.elts)
+                verdicts = [_classify(el, covered) for el in elements]
                 remove = [verdict == "removed-decorator" for verdict, _ in verdicts]
                 for el, (verdict, detail) in zip(elements, verdicts):
                     if verdict is not None:
-                        changes.append(TestListChange(verdict, ref.key, keyword, Location(path, line_of(el.value)), detail))
+                        changes.append(TestListChange(verdict, ref.key, keyword, Location(path, line_of(el)), detail))
                 if remove and all(remove):
                     whole = whole_lines_span(text, *span_of(arg), index)
                     if whole is not None:
@@ -396,7 +398,7 @@ def plan_opinfo_edits(
                             spans.append((opening.start(), closing, "()" if opening.group() == "(" else "[]"))
                             continue
                 close = len(text)  # a Tuple's position leaves out its parentheses; commas stop the scan anyway
-                parts = [Element(*span_of(el.value)) for el in elements]
+                parts = [Element(*span_of(el)) for el in elements]
                 spans.extend(removal_spans(text, parts, remove, close, index))
             elif keyword == "dtypesIfMPS":
                 current = evaluate_dtypes(arg.value)

@@ -1,0 +1,236 @@
+"""Time mpsgen's commands, as whole processes, on a real-size PyTorch checkout.
+
+    python benchmarks/run.py [--wheel PATH] [--runs 5] [--keep DIR] [--output benchmarks/results.json]
+
+Assembles a checkout in a temporary directory from the torch 2.13.0 wheel (native_functions.yaml,
+ATen/native headers, c10/metal, common_mps.py, common_methods_invocations.py, opinfo/, laid out as
+tests/conftest.py does) plus the fixture's `.mm`/`.metal` files, then runs each command once to warm
+up (its time is kept as `first_s`: a cold `.mpsgen/cache/`) and `--runs` more times, and reports the
+median wall time and the peak resident memory (`ru_maxrss` from `os.wait4`). In the same run it
+times a naive baseline, what a straightforward implementation does before it can plan anything: a
+ruamel.yaml round-trip load of native_functions.yaml and a full libcst parse (with positions) of
+both test files. Prints a table and writes JSON. Not a test: nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "fixtures" / "pytorch"
+MPS_FIXTURE_DIRS = ("aten/src/ATen/native/mps/kernels", "aten/src/ATen/native/mps/operations")
+
+# (label, arguments after `mpsgen -C ROOT`, what it stands for); `--help` runs without -C
+COMMANDS = (
+    ("--help", ["--help"], "startup"),
+    ("migrate asinh --dry-run", ["migrate", "asinh", "--dry-run"], "unary"),
+    ("migrate sigmoid_backward --dry-run", ["migrate", "sigmoid_backward", "--dry-run"], "binary"),
+    ("migrate mish --dry-run", ["migrate", "mish", "--dry-run"], "activation"),
+    ("new-op heaviside --dry-run", ["new-op", "heaviside", "--dry-run"], "new op"),
+    ("verify logaddexp --static-only", ["verify", "logaddexp", "--static-only"], "static checks"),
+    ("scan --json", ["scan", "--json"], "whole checkout"),
+)
+BASELINE = "naive baseline"
+TARGETS = {  # label prefix -> (seconds, why)
+    "--help": 0.15,
+    "migrate": 0.5,
+    "scan": 1.0,
+}
+TARGET_RATIO = 15.0
+TARGET_PEAK_MB = 150.0
+
+NAIVE = r"""
+import sys
+from ruamel.yaml import YAML
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+root = sys.argv[1]
+with open(root + "/aten/src/ATen/native/native_functions.yaml", encoding="utf-8") as handle:
+    YAML(typ="rt").load(handle)
+for rel in ("torch/testing/_internal/common_mps.py", "torch/testing/_internal/common_methods_invocations.py"):
+    with open(root + "/" + rel, encoding="utf-8") as handle:
+        MetadataWrapper(cst.parse_module(handle.read())).resolve(PositionProvider)
+"""
+
+
+def _conftest():
+    spec = importlib.util.spec_from_file_location("mpsgen_tests_conftest", REPO / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def find_wheel(explicit: str | None) -> Path:
+    if explicit:
+        return Path(explicit)
+    local = sorted(Path("/tmp/wheel").glob("torch-2.13.0*.whl"))
+    if local:
+        return local[0]
+    conftest = _conftest()
+    return conftest._download_wheel(conftest._wheel_cache())
+
+
+def assemble_checkout(wheel: Path, root: Path) -> None:
+    """The wheel's files in checkout layout (tests/conftest.py's mapping) + the fixture's kernels."""
+    target = _conftest()._target
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            dest = target(member)
+            if dest is None:
+                continue
+            path = root / dest
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(archive.read(member))
+    for rel in MPS_FIXTURE_DIRS:
+        shutil.copytree(FIXTURE / rel, root / rel, dirs_exist_ok=True)
+
+
+def run_once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS in MB, exit code) of one whole process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, usage.ru_maxrss / 1024, proc.returncode
+
+
+def measure(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> dict:
+    first, first_peak, code = run_once(argv, env, cwd)
+    times, peaks, codes = [], [first_peak], {code}
+    for _ in range(runs):
+        elapsed, peak, code = run_once(argv, env, cwd)
+        times.append(elapsed)
+        peaks.append(peak)
+        codes.add(code)
+    return {
+        "median_s": round(statistics.median(times), 4),
+        "min_s": round(min(times), 4),
+        "max_s": round(max(times), 4),
+        "first_s": round(first, 4),
+        "peak_mb": round(max(peaks), 1),
+        "exit_codes": sorted(codes),
+        "runs": runs,
+    }
+
+
+def scan_available(env: dict[str, str], root: Path) -> bool:
+    probe = subprocess.run([sys.executable, "-m", "mpsgen", "scan", "--help"], env=env, cwd=root,
+                           capture_output=True, text=True)
+    return probe.returncode == 0
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                                text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "cpu": cpu,
+        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "mpsgen_commit": commit,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def _target_for(label: str) -> float | None:
+    for prefix, seconds in TARGETS.items():
+        if label.startswith(prefix):
+            return seconds
+    return None
+
+
+def table(results: dict) -> str:
+    baseline = results["commands"].get(BASELINE, {}).get("median_s")
+    rows = [("command", "median s", "first s", "peak MB", "vs naive", "target")]
+    for label, data in results["commands"].items():
+        if "median_s" not in data:
+            rows.append((label, data.get("status", "n/a"), "", "", "", ""))
+            continue
+        ratio = f"{baseline / data['median_s']:.1f}x" if baseline and label != BASELINE else ""
+        goal = _target_for(label)
+        verdicts = []
+        if goal is not None:
+            verdicts.append(f"<= {goal} s " + ("ok" if data["median_s"] <= goal else "MISSED"))
+        if label.startswith("migrate") and baseline:
+            verdicts.append(f">= {TARGET_RATIO:.0f}x " + ("ok" if baseline / data["median_s"] >= TARGET_RATIO else "MISSED"))
+        if label != BASELINE and data["peak_mb"] > TARGET_PEAK_MB:
+            verdicts.append(f"peak > {TARGET_PEAK_MB:.0f} MB")
+        rows.append((label, f"{data['median_s']:.3f}", f"{data['first_s']:.3f}", f"{data['peak_mb']:.0f}", ratio,
+                     ", ".join(verdicts)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wheel", help="the torch 2.13.0 wheel (default: /tmp/wheel, the tests' wheel cache, or pip download)")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per command after one warm-up (default 5)")
+    parser.add_argument("--baseline-runs", type=int, default=None, help="timed runs of the naive baseline (default: --runs)")
+    parser.add_argument("--keep", metavar="DIR", help="assemble the checkout in DIR and keep it")
+    parser.add_argument("--output", default=str(REPO / "benchmarks" / "results.json"), help="where the JSON goes")
+    args = parser.parse_args(argv)
+
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), NO_COLOR="1")
+    env.pop("MPSGEN_ASSUME_MPS", None)
+    with tempfile.TemporaryDirectory(prefix="mpsgen-bench-") as tmp:
+        root = Path(args.keep) if args.keep else Path(tmp) / "pytorch"
+        root.mkdir(parents=True, exist_ok=True)
+        wheel = find_wheel(args.wheel)
+        assemble_checkout(wheel, root)
+        shutil.rmtree(root / ".mpsgen", ignore_errors=True)
+        print(f"checkout: {root} (from {wheel.name})", file=sys.stderr)
+        results = {"machine": machine(), "wheel": wheel.name, "commands": {}}
+        has_scan = scan_available(env, root)
+        for label, cmd, kind in COMMANDS:
+            if cmd[0] == "scan" and not has_scan:
+                results["commands"][label] = {"status": "not available", "kind": kind}
+                continue
+            argv_ = [sys.executable, "-m", "mpsgen"] + (cmd if cmd == ["--help"] else ["-C", str(root)] + cmd)
+            print(f"timing {label} ...", file=sys.stderr)
+            results["commands"][label] = {"kind": kind, **measure(argv_, env, root, args.runs)}
+        print(f"timing {BASELINE} (ruamel round-trip load + libcst parse of both test files) ...", file=sys.stderr)
+        results["commands"][BASELINE] = {
+            "kind": "ruamel rt load of native_functions.yaml + libcst parse of common_mps.py and common_methods_invocations.py",
+            **measure([sys.executable, "-c", NAIVE, str(root)], env, root, args.baseline_runs or args.runs),
+        }
+    baseline = results["commands"][BASELINE]["median_s"]
+    for label, data in results["commands"].items():
+        if label != BASELINE and "median_s" in data:
+            data["speedup_vs_naive"] = round(baseline / data["median_s"], 1)
+    results["table"] = table(results)
+    Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    m = results["machine"]
+    print(f"{m['cpu']}, {m['cores']} cores, {m['os']}, Python {m['python']}, mpsgen {m['mpsgen_commit']}, {m['date']}")
+    print(results["table"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
