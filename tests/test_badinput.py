@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support import copy_checkout, run_cli
+from support import every_file, copy_checkout, run_cli
 
 NF = "aten/src/ATen/native/native_functions.yaml"
 METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
@@ -17,9 +17,6 @@ HOST = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
 LEGACY_MM = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
 
 
-def every_file(root: Path) -> dict[str, bytes]:
-    """Every file under root, .mpsgen/ included: a failed run must leave no trace at all."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def line_of(root: Path, rel: str, needle: str) -> int:

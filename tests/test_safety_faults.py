@@ -19,12 +19,10 @@ from mpsgen.checkout import Checkout, Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.resolve import Context, Options, resolve_op
 from mpsgen.templates import Templates
-from support import copy_checkout, run_cli
+from support import every_file, copy_checkout, run_cli
 
 
 
-def every_file(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def bytes_differing(before: dict[str, bytes], after: dict[str, bytes]) -> int:

@@ -111,13 +111,17 @@ def test_an_unreadable_lock_is_held_while_young_and_stale_when_old(tmp_path):
 
 def test_the_lock_is_released_after_success_and_after_errors(tmp_path):
     root = copy_checkout(tmp_path)
+    def left_behind():
+        # the lock and its .gitignore go; the index cache (git-ignored, safe to delete) may stay
+        return sorted(p.name for p in (root / ".mpsgen").iterdir()) if (root / ".mpsgen").exists() else []
+
     assert run_cli(["-C", str(root), "new-op", "hypot"]).exit_code == 0
-    assert not (root / ".mpsgen").exists()  # a directory this run made is removed again
+    assert left_behind() in ([], ["cache"])
     assert run_cli(["-C", str(root), "new-op", "no_such_op"]).exit_code == 2
-    assert not (root / ".mpsgen").exists()
-    (root / ".mpsgen" / "templates").mkdir(parents=True)
+    assert left_behind() in ([], ["cache"])
+    (root / ".mpsgen" / "templates").mkdir(parents=True, exist_ok=True)
     assert run_cli(["-C", str(root), "new-op", "nextafter"]).exit_code == 0
-    assert sorted(p.name for p in (root / ".mpsgen").iterdir()) == ["templates"]
+    assert left_behind() in (["templates"], ["cache", "templates"])
 
 
 def test_release_leaves_a_lock_that_is_no_longer_ours(tmp_path, live_pid):
