@@ -101,16 +101,10 @@ def base_name(func_name: str) -> str:
 
 
 def parse_arguments(schema: str) -> tuple[tuple[str, str, bool], ...]:
+    from mpsgen.cpp import match_brace
+
     open_paren = schema.find("(")
-    depth, close = 0, -1
-    for i in range(open_paren, len(schema)):
-        if schema[i] == "(":
-            depth += 1
-        elif schema[i] == ")":
-            depth -= 1
-            if depth == 0:
-                close = i
-                break
+    close = match_brace(schema, open_paren)
     inner = schema[open_paren + 1 : close]
     parts, depth, current = [], 0, []
     for ch in inner:

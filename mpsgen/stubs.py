@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mpsgen.cpp import mask_code
+from mpsgen.cpp import mask_code, match_brace
 from mpsgen.model import Location
 from mpsgen.textedit import LineIndex
 
@@ -124,15 +124,7 @@ def scan_header(text: str, path: str, types: dict | None = None, masked: str | N
         if _in_preprocessor_line(masked, match.start()):
             continue
         open_at = match.end() - 1
-        depth, close = 0, -1
-        for k in range(open_at, len(masked)):
-            if masked[k] == "(":
-                depth += 1
-            elif masked[k] == ")":
-                depth -= 1
-                if depth == 0:
-                    close = k
-                    break
+        close = match_brace(masked, open_at)
         if close < 0:
             continue
         inner = masked[open_at + 1 : close]
