@@ -10,6 +10,13 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 import pytest
+from hypothesis import settings
+
+# CI runs the property tests with a fixed derivation of examples, so a run is repeatable; locally
+# they explore new examples each time.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_CHECKOUT = ROOT / "fixtures" / "pytorch"

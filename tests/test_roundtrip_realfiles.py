@@ -104,9 +104,16 @@ def real(real_torch_files):
     for nl in ("\n", "\r\n"):
         index = LineIndex(texts[COMMON_MPS, nl])
         for d in find_xfail_dicts(texts[COMMON_MPS, nl], COMMON_MPS):
+            lines = texts[COMMON_MPS, nl].splitlines()
             for e in d.entries:
-                xfail_lines.setdefault((e.key, nl), set()).update(
-                    range(index.line_of(e.span[0]), index.line_of(max(e.span[1] - 1, e.span[0])) + 1))
+                first = index.line_of(e.span[0])
+                owned = set(range(first, index.line_of(max(e.span[1] - 1, e.span[0])) + 1))
+                # a comment block directly above an entry may describe only it, and then goes with it
+                above = first - 1
+                while above >= 1 and lines[above - 1].lstrip().startswith("#"):
+                    owned.add(above)
+                    above -= 1
+                xfail_lines.setdefault((e.key, nl), set()).update(owned)
     opinfo_names = sorted({name for _, _, name in _call_starts(texts[COMMON_METHODS, "\n"])})
     return RealFiles((texts, nf, yaml_ops, xfail_lines, opinfo_names))
 
