@@ -20,32 +20,43 @@ def summary_lines(plan: Plan) -> list[tuple[str, str, str]]:
     return rows
 
 
-def render_summary(plan: Plan, *, command: str, dry_run: bool, to_stderr: bool) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
+def summary_segments(plan: Plan, *, command: str, dry_run: bool) -> list[list[tuple[str, str | None]]]:
+    """The summary as lines of (text, style) segments: rich renders the styles on a terminal,
+    elsewhere the text is written plainly (and rich is not even imported)."""
     from mpsgen.apply import line_counts
 
-    console = Console(stderr=to_stderr, highlight=False, soft_wrap=True)
     ops = ", ".join(plan.ops)
     steps = [n for n in plan.notes if n.startswith(STEP_PREFIXES)]
     others = [n for n in plan.notes if n not in steps]
     if plan.empty:
-        console.print(f"[green]{escape(ops)}: already native Metal; nothing to change.[/green]")
-        for note in others:
-            console.print(f"  {escape(note)}")
-        return
+        return [[(f"{ops}: already native Metal; nothing to change.", "green")]] + [[(f"  {n}", None)] for n in others]
     added, removed = line_counts(plan)
     verb = "would change" if dry_run else "changed"
-    console.print(f"[bold]mpsgen {command} {escape(ops)}[/bold]: {verb} {len(plan.edits)} files (+{added} / -{removed} lines)")
+    lines = [[(f"mpsgen {command} {ops}", "bold"), (f": {verb} {len(plan.edits)} files (+{added} / -{removed} lines)", None)]]
     rows = summary_lines(plan)
     width = max(len(r[0]) for r in rows)
     kind_width = max(len(r[1]) for r in rows)
     for where, kind, detail in rows:
-        console.print(f"  {escape(where):<{width}}  [cyan]{kind:<{kind_width}}[/cyan]  {escape(detail)}")
-    for note in others:
-        console.print(f"[yellow]note[/yellow]: {escape(note)}")
+        lines.append([(f"  {where:<{width}}  ", None), (f"{kind:<{kind_width}}", "cyan"), (f"  {detail}", None)])
+    lines += [[("note", "yellow"), (f": {note}", None)] for note in others]
     if steps:
-        console.print("[bold]next steps[/bold]" if not dry_run else "[bold]after applying[/bold]")
-        for step in steps:
-            console.print(f"  {escape(step)}")
+        lines.append([("after applying" if dry_run else "next steps", "bold")])
+        lines += [[(f"  {step}", None)] for step in steps]
+    return lines
+
+
+def render_summary(plan: Plan, *, command: str, dry_run: bool, to_stderr: bool) -> None:
+    import sys
+
+    lines = summary_segments(plan, command=command, dry_run=dry_run)
+    stream = sys.stderr if to_stderr else sys.stdout
+    if not stream.isatty():
+        stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
+        stream.flush()
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(stderr=to_stderr, highlight=False, soft_wrap=True)
+    for line in lines:
+        console.print(Text.assemble(*[(text, style) if style else text for text, style in line]))
