@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -85,15 +84,7 @@ def find_wheel(explicit: str | None) -> Path:
 
 def assemble_checkout(wheel: Path, root: Path) -> None:
     """The wheel's files in checkout layout (tests/conftest.py's mapping) + the fixture's kernels."""
-    target = _conftest()._target
-    with zipfile.ZipFile(wheel) as archive:
-        for member in archive.namelist():
-            dest = target(member)
-            if dest is None:
-                continue
-            path = root / dest
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(archive.read(member))
+    _conftest().extract_checkout(wheel, root)
     for rel in MPS_FIXTURE_DIRS:
         shutil.copytree(FIXTURE / rel, root / rel, dirs_exist_ok=True)
 

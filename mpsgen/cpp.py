@@ -573,3 +573,18 @@ def find_definitions(text: str, path: str) -> list[Definition]:
     unbalanced braces, a body whose braces come from a macro, an `#if` branch splitting a body.
     """
     return _Scanner(text, path).scan()
+
+
+def split_top_level(text: str, opening: str = "([", closing: str = ")]") -> list[str]:
+    """`text` split at the commas outside any bracket pair (parameters and schema arguments)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in opening:
+            depth += 1
+        elif ch in closing:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts

@@ -101,24 +101,12 @@ def base_name(func_name: str) -> str:
 
 
 def parse_arguments(schema: str) -> tuple[tuple[str, str, bool], ...]:
-    from mpsgen.cpp import match_brace
+    from mpsgen.cpp import match_brace, split_top_level
 
     open_paren = schema.find("(")
     close = match_brace(schema, open_paren)
     inner = schema[open_paren + 1 : close]
-    parts, depth, current = [], 0, []
-    for ch in inner:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-    if "".join(current).strip():
-        parts.append("".join(current).strip())
+    parts = [part.strip() for part in split_top_level(inner) if part.strip()]
     out, kwarg_only = [], False
     for part in parts:
         if part == "*":

@@ -106,12 +106,16 @@ class Context:
 
     @cached_property
     def ternary_takes_alpha(self) -> bool:
-        """Whether this checkout's MetalShaderLibrary::exec_ternary_kernel accepts a Scalar."""
-        rel = f"{MPS_DIR}/MetalShaderLibrary.h"
-        if not self.checkout.exists(rel):
-            return False
-        match = re.search(r"exec_ternary_kernel\s*\(([^;]*)\)\s*;", self.checkout.read(rel))
-        return bool(match and "Scalar" in match.group(1))
+        return ternary_takes_alpha(self.checkout)
+
+
+def ternary_takes_alpha(checkout: Checkout) -> bool:
+    """Whether this checkout's MetalShaderLibrary::exec_ternary_kernel accepts a Scalar."""
+    rel = f"{MPS_DIR}/MetalShaderLibrary.h"
+    if not checkout.exists(rel):
+        return False
+    match = re.search(r"exec_ternary_kernel\s*\(([^;]*)\)\s*;", checkout.read(rel))
+    return bool(match and "Scalar" in match.group(1))
 
 
 def is_shared_line(line: DispatchLine) -> bool:

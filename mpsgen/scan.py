@@ -46,7 +46,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from mpsgen.checkout import COMMON_METHODS, COMMON_MPS, KERNELS_DIR, MPS_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, Checkout
+from mpsgen.checkout import COMMON_METHODS, COMMON_MPS, KERNELS_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, Checkout
 from mpsgen.cpp import find_definitions, mask_code
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
@@ -169,7 +169,9 @@ def scan_checkout(checkout: Checkout) -> ScanReport:
     definitions, files = _host_definitions(checkout, legacy_names, notes)
     metal_groups = _metal_groups(checkout, notes)
     xfail_by_op = _xfail_by_op(checkout, notes)
-    ternary_alpha = _ternary_takes_alpha(checkout)
+    from mpsgen.resolve import ternary_takes_alpha
+
+    ternary_alpha = ternary_takes_alpha(checkout)
 
     records = []
     for op in nf.op_names:
@@ -380,14 +382,6 @@ def _kernel(kernel: str, entry: str, dispatch: Location, definitions: dict[str, 
         graph_sites=found.graph_sites,
         graph_helpers=found.graph_helpers,
     )
-
-
-def _ternary_takes_alpha(checkout: Checkout) -> bool:
-    rel = f"{MPS_DIR}/MetalShaderLibrary.h"
-    if not checkout.exists(rel):
-        return False
-    match = re.search(r"exec_ternary_kernel\s*\(([^;]*)\)\s*;", checkout.read(rel))
-    return bool(match and "Scalar" in match.group(1))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mpsgen.cpp import mask_code, match_brace
+from mpsgen.cpp import mask_code, match_brace, split_top_level
 from mpsgen.model import Location
 from mpsgen.textedit import LineIndex
 
@@ -76,20 +76,7 @@ def normalise_param(param: str) -> str:
 
 
 def split_params(params: str) -> tuple[str, ...]:
-    out, depth, current = [], 0, []
-    for ch in params:
-        if ch in "(<[":
-            depth += 1
-        elif ch in ")>]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    if "".join(current).strip():
-        out.append("".join(current))
-    return tuple(normalise_param(p) for p in out if p.strip())
+    return tuple(normalise_param(p) for p in split_top_level(params, "(<[", ")>]") if p.strip())
 
 
 def scan_types(text: str, path: str, masked: str | None = None, index: LineIndex | None = None) -> dict[str, tuple[tuple[str, ...], Location, str]]:

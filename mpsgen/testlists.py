@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 
 from mpsgen.dtypes import TORCH_DTYPE_ALIASES, TORCH_DTYPES
-from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 from mpsgen.pylists import (
     Element,

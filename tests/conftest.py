@@ -82,6 +82,18 @@ def _target(member: str) -> str | None:
     return None
 
 
+def extract_checkout(wheel: Path, root: Path) -> None:
+    """The wheel's files that mpsgen reads, laid out as in a PyTorch checkout under root."""
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            target = _target(member)
+            if target is None:
+                continue
+            path = root / target
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(archive.read(member))
+
+
 @pytest.fixture(scope="session")
 def real_torch_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory laid out like a PyTorch checkout, filled from the torch 2.13.0 wheel:
@@ -90,14 +102,7 @@ def real_torch_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         wheel = _download_wheel(_wheel_cache())
         root = tmp_path_factory.mktemp("torch-checkout")
-        with zipfile.ZipFile(wheel) as archive:
-            for member in archive.namelist():
-                target = _target(member)
-                if target is None:
-                    continue
-                path = root / target
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(archive.read(member))
+        extract_checkout(wheel, root)
     except (OSError, RuntimeError, subprocess.SubprocessError, zipfile.BadZipFile) as exc:
         pytest.skip(f"PyTorch {TORCH_VERSION} wheel unavailable: {exc}")
     return root
@@ -113,7 +118,7 @@ class Golden:
     """Golden unified diffs under tests/golden/<family>/<case>.diff; MPSGEN_REGEN_GOLDEN=1 rewrites."""
 
     def __init__(self, family: str):
-        self.directory = Path(__file__).resolve().parent / "golden" / family
+        self.family = family
 
     @staticmethod
     def unified(path: str, before: str, after: str) -> str:
@@ -122,12 +127,9 @@ class Golden:
         )
 
     def check(self, case: str, text: str) -> None:
-        target = self.directory / f"{case}.diff"
-        if os.environ.get("MPSGEN_REGEN_GOLDEN") == "1":
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        assert target.exists(), f"no golden {target.name}; run with MPSGEN_REGEN_GOLDEN=1 and review it"
-        assert text == target.read_text(encoding="utf-8")
+        from support import assert_golden
+
+        assert_golden(text, f"{self.family}/{case}.diff")
 
 
 @pytest.fixture

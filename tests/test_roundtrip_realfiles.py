@@ -9,7 +9,6 @@ import difflib
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings

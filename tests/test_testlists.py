@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import time
 
 import libcst as cst
