@@ -142,6 +142,7 @@ def plan_to_json(plan: Plan, *, command: str, applied: bool) -> dict:
         ],
         "changes": [{"kind": c.kind, "path": c.location.path, "line": c.location.line, "detail": c.detail} for c in plan.changes],
         "notes": list(plan.notes),
+        "steps": list(plan.steps),
     }
 
 

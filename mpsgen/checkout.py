@@ -123,6 +123,7 @@ class Workspace:
     _overlay: dict[str, str] = field(default_factory=dict)
     _changes: list[Change] = field(default_factory=list)
     _notes: list[str] = field(default_factory=list)
+    _steps: list[str] = field(default_factory=list)
 
     def read(self, rel: str) -> str:
         if rel in self._overlay:
@@ -142,6 +143,11 @@ class Workspace:
         if note not in self._notes:
             self._notes.append(note)
 
+    def add_step(self, step: str) -> None:
+        """A next step for the user (build, run a test), shown apart from the notes."""
+        if step not in self._steps:
+            self._steps.append(step)
+
     def plan(self, ops: tuple[str, ...] = ()) -> Plan:
         edits = []
         for rel in sorted(self._overlay):
@@ -155,5 +161,6 @@ class Workspace:
             edits=tuple(edits),
             changes=tuple(self._changes),
             notes=tuple(self._notes),
+            steps=tuple(self._steps),
             ops=ops,
         )

@@ -235,17 +235,21 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
         if static_only and (require_build or require_tests):
             raise MpsgenError("--static-only cannot be combined with --require-build/--require-tests",
                               hint="drop one of them")
+        from mpsgen.checkout import Workspace
+        from mpsgen.facts import Views
+
         checkout = state.checkout()
+        views = Views(Workspace(checkout))
         if changed:
-            selected = changed_ops(checkout, base)
+            selected = changed_ops(views, base)
         elif all_native:
-            selected = all_native_ops(checkout)
+            selected = all_native_ops(views)
         else:
-            selected = check_op_names(checkout, tuple(ops))
+            selected = check_op_names(views, tuple(ops))
         options = VerifyOptions(static_only=static_only, build_cmd=build_cmd, build_dir=build_dir,
                                 require_build=require_build, require_tests=require_tests, grad=grad,
                                 timeout=timeout, assume_mps=assume_mps, log_dir=log_dir)
-        report = _with_progress(lambda progress: run_verify(checkout, selected, options, progress), as_json)
+        report = _with_progress(lambda progress: run_verify(checkout, selected, options, progress, views), as_json)
         if junit_xml:
             from mpsgen.junit import report_to_junit
 

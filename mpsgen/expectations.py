@@ -1,14 +1,11 @@
-"""The test side of a change: OpInfo decorators in common_methods_invocations.py and the xfail/skip
-lists of common_mps.py follow the kernel's registered dtypes."""
+"""The test side of a change: the OpInfo decorators in common_methods_invocations.py (and
+opinfo/definitions/*.py) and the xfail/skip lists of common_mps.py, edited by the rules of
+`mpsgen.rules` (the same rules `verify` checks)."""
 
 from __future__ import annotations
 
-from mpsgen.checkout import COMMON_METHODS, COMMON_MPS, Workspace
-from mpsgen.dtypes import torch_dtypes_for
-from mpsgen.errors import MpsgenError
-from mpsgen.resolve import OpSpec
-
-OPINFO_DEFINITIONS = "torch/testing/_internal/opinfo/definitions"
+from mpsgen.checkout import COMMON_MPS
+from mpsgen.facts import OpFacts, Views
 
 
 def opinfo_test_name(key: str) -> str:
@@ -16,76 +13,34 @@ def opinfo_test_name(key: str) -> str:
     return key.replace(".", "_")
 
 
-def find_op_opinfos(ws: Workspace, op: str):
-    """The op's OpInfos in common_methods_invocations.py, then in opinfo/definitions/*.py."""
-    from mpsgen.cache import cached_index
-    from mpsgen.opinfo import find_opinfos, scan_calls
+def test_names(facts: OpFacts) -> tuple[str, ...]:
+    """The test_mps.py tests that cover the op: `test_output_match_<key>` (gradients for backward ops)."""
+    from mpsgen.rules import test_keys
 
-    found = []
-    sources = [COMMON_METHODS] + ws.checkout.glob(OPINFO_DEFINITIONS, "*.py")
-    for rel in sources:
-        if not ws.exists(rel):
-            continue
-        text = ws.read(rel)
-        if op not in text:
-            continue
-        # the index of an unedited file comes from .mpsgen/cache/ (validated by the text's hash)
-        on_disk = ws.checkout.root if text is ws.checkout.read(rel) else None
-        index = cached_index(on_disk, rel, text, "opinfo-calls", lambda: scan_calls(text))
-        try:
-            refs = find_opinfos(text, rel, op, frozenset({op}), index=index)
-        except MpsgenError:
-            continue
-        if refs:
-            found.append((rel, refs))
-    return found
+    kind = "test_output_grad_match" if facts.backward else "test_output_match"
+    return tuple(f"{kind}_{opinfo_test_name(key)}" for key in test_keys(facts))
 
 
-def plan_expectations(ws: Workspace, spec: OpSpec, groups: tuple[str, ...], *, drop_undefined: bool = False) -> tuple[str, ...]:
-    """Edit the op's OpInfo decorators and common_mps.py entries; returns the test names to run."""
-    from mpsgen.opinfo import plan_opinfo_edits, tested_dtypes
-    from mpsgen.testlists import plan_testlist_edits
+def plan_expectations(views: Views, facts: OpFacts, registered: frozenset[str], *, drop_undefined: bool = False) -> tuple[str, ...]:
+    """Edit the op's test expectations for a kernel registering `registered` (torch dtypes);
+    returns the test names to run."""
+    from mpsgen.rules import plan_test_lists
 
+    ws = views.ws
     if not ws.exists(COMMON_MPS):
         ws.add_note(f"{COMMON_MPS} not in this checkout: MPS test expectations not updated")
         return ()
-    backward = spec.op.endswith("_backward")
-    covered = torch_dtypes_for(groups)
-    found = find_op_opinfos(ws, spec.op)
-    if not found:
-        ws.add_note(f"no OpInfo found for {spec.op}: common_mps.py not updated; run the test that covers it by hand")
+    if not facts.refs:
+        ws.add_note(f"no OpInfo found for {facts.op}: common_mps.py not updated; run the test that covers it by hand")
         return ()
-    keys: list[str] = []
-    tested: dict[str, frozenset[str]] = {}
-    for rel, refs in found:
-        text = ws.read(rel)
-        new_text, changes = plan_opinfo_edits(text, rel, refs, covered)
-        _record(ws, changes)
-        if new_text != text:
-            ws.write(rel, new_text)
-        for ref in refs:
-            if ref.kind == "python-ref":
-                continue
-            keys.append(ref.key)
-            dtypes = tested_dtypes(ref)
-            if dtypes is not None:
-                tested[ref.key] = dtypes
-    keys = list(dict.fromkeys(keys))
-    text = ws.read(COMMON_MPS)
-    new_text, changes = plan_testlist_edits(
-        text, COMMON_MPS, tuple(keys), covered, "complex" in groups, drop_undefined,
-        tested_dtypes=tested, backward=backward,
-    )
-    _record(ws, changes)
-    if new_text != text:
-        ws.write(COMMON_MPS, new_text)
-    kind = "test_output_grad_match" if backward else "test_output_match"
-    return tuple(f"{kind}_{opinfo_test_name(key)}" for key in keys)
-
-
-def _record(ws: Workspace, changes) -> None:
-    for change in changes:
+    plan = plan_test_lists(views, facts, registered, drop_undefined=drop_undefined)
+    for change in plan.changes:
         if change.action == "kept":
             ws.add_note(f"{change.location}: kept {change.dict_name}[{change.key!r}]: {change.detail}")
+        elif change.dict_name:
+            ws.add_change(change.action, change.location, f"{change.dict_name}[{change.key!r}]: {change.detail}")
         else:
-            ws.add_change(change.action, change.location, f"{change.dict_name}[{change.key!r}]: {change.detail}" if change.dict_name else f"{change.key}: {change.detail}")
+            ws.add_change(change.action, change.location, f"{change.key}: {change.detail}")
+    for rel, text in plan.texts.items():
+        ws.write(rel, text)
+    return test_names(facts)

@@ -88,14 +88,30 @@ def effective_groups(groups: tuple[str, ...]) -> tuple[str, ...]:
     return groups
 
 
-def choose_functor(templates: Templates, *, op: str, name: str, arity: int, alpha: bool,
-                   expr: str | None, dtypes: tuple[str, ...] | None) -> FunctorChoice:
+@dataclass(frozen=True)
+class Body:
+    """Where a functor body comes from, before the dtype groups are chosen: the catalog, --expr, a
+    placeholder, or a functor the kernel file already has. `supports`: the groups it can serve;
+    `defaults`: the groups to register when no OpInfo says what MPS tests."""
+
+    source: str
+    supports: tuple[str, ...]
+    defaults: tuple[str, ...]
+    describe: str
+    template: str = ""
+
+
+def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
+              dtypes: tuple[str, ...] | None) -> Body:
+    """The body for `name`'s functor: --expr, else the catalog's (looked up by functor then op name),
+    else a placeholder that stops the build until it is written."""
+    from mpsgen.dtypes import GROUPS
+
     operands = operands_for(arity, alpha)
     if expr is not None:
         validate_expr(expr, operands)
         groups = effective_groups(dtypes or ("float",))
-        text = templates.render("functor_expr.metal.j2", name=name, expr=expr.strip(), operands=operands, groups=groups)
-        return FunctorChoice("expr", text, groups)
+        return Body("expr", groups, groups, "the --expr body")
     from mpsgen.catalog import lookup
 
     entry = lookup(name) or lookup(op)
@@ -105,19 +121,31 @@ def choose_functor(templates: Templates, *, op: str, name: str, arity: int, alph
                 f"the catalog's {entry.op} functor is {ARITY_WORDS[entry.arity]}, but {op} has {arity} tensor inputs",
                 hint="pass --expr to write the body",
             )
-        groups = effective_groups(dtypes or entry.dtypes)
-        unsupported = [g for g in groups if g not in entry.supports]
-        if unsupported:
-            raise MpsgenError(
-                f"the catalog's {entry.op} functor does not handle dtype group {unsupported[0]!r} "
-                f"(it handles {', '.join(entry.supports)})",
-                hint="drop that group from --dtypes, or pass --expr",
-            )
-        text = templates.render(f"functors/{entry.template}", name=name)
-        return FunctorChoice("catalog", text, groups)
-    groups = effective_groups(dtypes or ("float",))
-    text = templates.render(
-        "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
-        groups=groups, arity_word=ARITY_WORDS[arity],
-    )
-    return FunctorChoice("placeholder", text, groups)
+        if dtypes is not None:
+            unsupported = [g for g in effective_groups(dtypes) if g not in entry.supports]
+            if unsupported:
+                raise MpsgenError(
+                    f"the catalog's {entry.op} functor does not handle dtype group {unsupported[0]!r} "
+                    f"(it handles {', '.join(entry.supports)})",
+                    hint="drop that group from --dtypes, or pass --expr",
+                )
+        return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", f"functors/{entry.template}")
+    groups = effective_groups(dtypes) if dtypes else tuple(GROUPS)
+    return Body("placeholder", groups, ("float",), "the placeholder body")
+
+
+def render_functor(templates: Templates, body: Body, *, name: str, arity: int, alpha: bool,
+                   expr: str | None, groups: tuple[str, ...]) -> FunctorChoice:
+    """The functor text for `body`, with an overload for each of `groups`."""
+    groups = effective_groups(groups)
+    operands = operands_for(arity, alpha)
+    if body.source == "expr":
+        text = templates.render("functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands, groups=groups)
+    elif body.source == "catalog":
+        text = templates.render(body.template, name=name)
+    else:
+        text = templates.render(
+            "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
+            groups=groups, arity_word=ARITY_WORDS[arity],
+        )
+    return FunctorChoice(body.source, text, groups)

@@ -6,15 +6,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mpsgen.checkout import OPERATIONS_DIR, Workspace
+from mpsgen.checkout import Workspace
 from mpsgen.cpp import mask_code, match_brace
+from mpsgen.facts import helper_macros
 from mpsgen.model import Location
 from mpsgen.templates import Templates
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
 _REGISTER_DISPATCH = re.compile(r"^[ \t]*REGISTER_DISPATCH\s*\(\s*(\w+)\s*,\s*&?\s*(\w+)\s*\)(\s*;)?[ \t]*\r?$", re.M)
 _STATIC_FN = re.compile(r"^static\s+void\s+(\w+)\s*\(", re.M)
-_HELPER_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+_DISPATCH)\((\w+)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
 _NAMESPACE_END = re.compile(r"^\}\s*//\s*namespace\s+at::native\b.*$", re.M)
 
 EXEC_FUNCTIONS = {1: "exec_unary_kernel", 2: "exec_binary_kernel", 3: "exec_ternary_kernel"}
@@ -46,37 +46,11 @@ def find_helper_macro_uses(text: str, macro: str) -> list[tuple[str, int]]:
     ]
 
 
-def mps_registrations(ws: Workspace, stub: str) -> list[DispatchRegistration]:
-    """Every MPS registration of `stub` in the checkout's operations/*.mm files (direct, or through
-    a file's one-line helper macro)."""
-    found = []
-    for rel in ws.checkout.glob(OPERATIONS_DIR, "*.mm"):
-        text = ws.read(rel)
-        if stub not in text and "_DISPATCH" not in text:
-            continue
-        found.extend(r for r in find_registrations(text, rel) if r.stub == stub)
-        for macro, _param, _body in _helper_macros(text):
-            for name, end in find_helper_macro_uses(text, macro):
-                if f"{name}_stub" == stub:
-                    found.append(DispatchRegistration(stub, f"{macro}({name})", Location(rel, text.count("\n", 0, end) + 1)))
-    return found
-
-
-def _helper_macros(text: str):
-    """A file's one-line registration helpers: `#define REGISTER_X_DISPATCH(NAME) ... exec_..._kernel(iter, #NAME) ... REGISTER_DISPATCH(NAME##_stub, ...)`."""
-    out = []
-    for match in _HELPER_MACRO.finditer(text):
-        body = match.group(3)
-        param = match.group(2)
-        if f"{param}##_stub" in body.replace(" ", "") and f"#{param}" in body:
-            out.append((match.group(1), param, body))
-    return out
-
-
 def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, functor: str, arity: int,
-              alpha: bool, iterator_type: str, kernel_stem: str) -> None:
-    """Add the kernel function and its REGISTER_DISPATCH unless the stub is already registered."""
-    existing = mps_registrations(ws, stub)
+              alpha: bool, iterator_type: str, kernel_stem: str, registered: list) -> None:
+    """Add the kernel function and its REGISTER_DISPATCH unless the stub is already registered
+    (`registered`: its MPS registrations, `mpsgen.facts.Views.registrations`)."""
+    existing = registered
     if existing:
         ws.add_note(f"{existing[0].location}: {stub} is already registered for MPS ({existing[0].function}); kept as is")
         return
@@ -88,7 +62,7 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
 
     # A file whose helper macro does exactly this (same exec function, same iterator type, no alpha).
     if not alpha:
-        for macro, param, body in _helper_macros(text):
+        for macro, param, body in helper_macros(text):
             if exec_fn in body and iterator_type.rstrip("&") + "&" in body.replace(" &", "&") and stub == f"{functor}_stub":
                 uses = find_helper_macro_uses(text, macro)
                 if uses:

@@ -51,8 +51,8 @@ class KernelFile:
         return any(existing.key == reg.key for existing, _ in self.registrations)
 
 
-def read_kernel_file(text: str, path: str) -> KernelFile:
-    masked = mask_code(text)
+def read_kernel_file(text: str, path: str, masked: str | None = None) -> KernelFile:
+    masked = mask_code(text) if masked is None else masked
     functors = {}
     for match in _FUNCTOR.finditer(masked):
         brace = masked.find("{", match.end())

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from mpsgen.checkout import OPERATIONS_DIR, Checkout, Workspace
+from mpsgen.checkout import Checkout, Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Plan
+from mpsgen.facts import Views
 from mpsgen.newop import plan_native_kernel
-from mpsgen.resolve import Context, OpSpec, Options, resolve_op
+from mpsgen.resolve import OpSpec, Options, resolve_op
 from mpsgen.templates import Templates
 
 
@@ -14,25 +15,26 @@ def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options) -> 
     """Plan every op in one Workspace: the second op sees the first one's edits, and an error in
     any op means nothing is written at all."""
     ws = Workspace(checkout)
-    ctx = Context(ws)
+    views = Views(ws, disk_cache=True)
     templates = Templates(checkout.root)
     for op in dict.fromkeys(ops):
-        spec = resolve_op(ctx, op, options, mode="migrate")
-        plan_native_kernel(ws, ctx, templates, spec, options)
+        spec = resolve_op(views, op, options, mode="migrate")
+        plan_native_kernel(views, templates, spec, options)
         if spec.legacy:
-            plan_legacy(ws, spec)
-        check_single_registration(ws, spec)
+            plan_legacy(views, spec)
+        check_single_registration(views, spec)
     return ws.plan(tuple(dict.fromkeys(ops)))
 
 
-def mps_sources(ws: Workspace) -> dict[str, str]:
-    return {rel: ws.read(rel) for rel in ws.checkout.glob(OPERATIONS_DIR, "*.mm")}
+def mps_sources(views: Views) -> dict[str, str]:
+    return {rel: views.ws.read(rel) for rel in views.host_files()}
 
 
-def plan_legacy(ws: Workspace, spec: OpSpec) -> None:
+def plan_legacy(views: Views, spec: OpSpec) -> None:
     from mpsgen.legacy import find_dangling_references, plan_legacy_removal
 
-    files = mps_sources(ws)
+    ws = views.ws
+    files = mps_sources(views)
     result = plan_legacy_removal(files, set(spec.legacy_kernels), spec.op, set(spec.header_symbols))
     for rel, text in result.texts.items():
         ws.write(rel, text)
@@ -43,7 +45,7 @@ def plan_legacy(ws: Workspace, spec: OpSpec) -> None:
     for note in result.kept:
         ws.add_note(note)
     removed = {r.name for r in result.removals if r.kind != "include"}
-    dangling = find_dangling_references(mps_sources(ws), removed)
+    dangling = find_dangling_references(mps_sources(views), removed)
     if dangling:
         raise MpsgenError(
             f"code still refers to what migrating {spec.op} removes",
@@ -52,10 +54,8 @@ def plan_legacy(ws: Workspace, spec: OpSpec) -> None:
         )
 
 
-def check_single_registration(ws: Workspace, spec: OpSpec) -> None:
-    from mpsgen.host import mps_registrations
-
-    found = mps_registrations(ws, spec.stub.name)
+def check_single_registration(views: Views, spec: OpSpec) -> None:
+    found = views.registrations(spec.stub.name)
     if len(found) != 1:
         where = ", ".join(str(r.location) for r in found) or "nowhere"
         raise MpsgenError(

@@ -50,13 +50,14 @@ class FileEdit:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a command would do: file edits (only changed files), the report items, and notes for the
-    user (next steps, things reported but left alone)."""
+    """What a command would do: file edits (only changed files), the report items, notes for the
+    user (things reported but left alone) and the next steps."""
 
     root: str
     edits: tuple[FileEdit, ...] = ()
     changes: tuple[Change, ...] = ()
     notes: tuple[str, ...] = ()
+    steps: tuple[str, ...] = ()  # what to do next: build, run the op's tests
     ops: tuple[str, ...] = field(default=())
 
     @property

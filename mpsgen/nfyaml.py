@@ -72,6 +72,12 @@ class YamlEntry:
     def structured_delegate(self) -> str | None:
         return self.key("structured_delegate")
 
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """`tags: reduction` or `tags: [core, pointwise]`, as names."""
+        value = (self.key("tags") or "").split("#", 1)[0].strip().strip("[]")
+        return tuple(tag.strip() for tag in value.split(",") if tag.strip())
+
     @cached_property
     def arguments(self) -> tuple[tuple[str, str, bool], ...]:
         """(type, name, kwarg_only) for each argument of the schema."""

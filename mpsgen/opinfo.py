@@ -90,6 +90,7 @@ class OpInfoRef:
     aten_backward_name: str | None = None
     torch_opinfo_name: str | None = None  # python refs: the OpInfo they point at
     call: str = ""  # the class called, also for python refs
+    promotes_int_to_float: bool = False  # `promotes_int_to_float=True`: integer inputs give float
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -247,7 +248,12 @@ def _read_call(text: str, path: str, start: int, end: int) -> OpInfoRef:
         aten_backward_name=_string(kwargs["aten_backward_name"].value) if "aten_backward_name" in kwargs else None,
         torch_opinfo_name=torch_opinfo_name,
         call=cls,
+        promotes_int_to_float=_is_true(kwargs.get("promotes_int_to_float")),
     )
+
+
+def _is_true(keyword: ast.keyword | None) -> bool:
+    return keyword is not None and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
 
 
 def _torch_dtype(node: ast.expr) -> str | None:
@@ -359,7 +365,9 @@ def _classify(element: ast.expr, covered: frozenset[str]) -> tuple[str | None, s
 def plan_opinfo_edits(
     text: str, path: str, refs: tuple[OpInfoRef, ...], covered: frozenset[str]
 ) -> tuple[str, tuple[TestListChange, ...]]:
-    """The new text with the refs' fixed MPS failures removed and `dtypesIfMPS=` set to `covered`."""
+    """The new text with the refs' MPS failures that a kernel registering `covered` fixes removed.
+    `dtypesIfMPS=` is never touched: what MPS tests stays tested, and what still fails is stated
+    in common_mps.py."""
     covered = frozenset(canonical_dtype(d) for d in covered)
     spans: list[tuple[int, int, str]] = []
     changes: list[TestListChange] = []
@@ -400,21 +408,4 @@ def plan_opinfo_edits(
                 close = len(text)  # a Tuple's position leaves out its parentheses; commas stop the scan anyway
                 parts = [Element(*span_of(el)) for el in elements]
                 spans.extend(removal_spans(text, parts, remove, close, index))
-            elif keyword == "dtypesIfMPS":
-                current = evaluate_dtypes(arg.value)
-                wanted = covered - NOT_ON_MPS
-                if current is not None and current - NOT_ON_MPS == wanted:
-                    continue
-                new = render_dtypes(wanted)
-                old_text = text[slice(*span_of(arg.value))]
-                spans.append((*span_of(arg.value), new))
-                changes.append(
-                    TestListChange(
-                        "updated-dtypesIfMPS",
-                        ref.key,
-                        "dtypesIfMPS",
-                        Location(path, line_of(arg.value)),
-                        f"{' '.join(old_text.split())} -> {new} (the registered dtypes)",
-                    )
-                )
     return replace_spans(text, spans), tuple(changes)

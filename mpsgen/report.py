@@ -6,8 +6,6 @@ from itertools import groupby
 
 from mpsgen.model import Plan
 
-STEP_PREFIXES = ("build:", "test:")
-
 
 def summary_lines(plan: Plan) -> list[tuple[str, str, str]]:
     """(where, what, detail) rows; consecutive changes of one kind in one file share a row."""
@@ -26,8 +24,8 @@ def summary_segments(plan: Plan, *, command: str, dry_run: bool) -> list[list[tu
     from mpsgen.apply import line_counts
 
     ops = ", ".join(plan.ops)
-    steps = [n for n in plan.notes if n.startswith(STEP_PREFIXES)]
-    others = [n for n in plan.notes if n not in steps]
+    steps = list(plan.steps)
+    others = list(plan.notes)
     if plan.empty:
         return [[(f"{ops}: already native Metal; nothing to change.", "green")]] + [[(f"  {n}", None)] for n in others]
     added, removed = line_counts(plan)

@@ -46,10 +46,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from mpsgen.checkout import COMMON_METHODS, COMMON_MPS, KERNELS_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, Checkout
+from mpsgen.checkout import COMMON_MPS, OPERATIONS_DIR, Checkout
 from mpsgen.cpp import find_definitions, mask_code
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
+from mpsgen.facts import is_mps_only
 from mpsgen.nfyaml import NativeFunctions, YamlEntry
 
 BACKINGS = ("native", "mpsgraph", "mps-other", "mps-unknown", "composite", "none")
@@ -157,38 +158,33 @@ class ScanReport:
 
 
 def scan_checkout(checkout: Checkout) -> ScanReport:
-    """Read the checkout once and classify every operator of native_functions.yaml."""
+    """Read the checkout once and classify every operator of native_functions.yaml (through the op
+    facts of `mpsgen.facts` and the refusals of `mpsgen.resolve`, as migrate would)."""
     from mpsgen.catalog import load_catalog
-    from mpsgen.stubs import read_stubs
+    from mpsgen.checkout import Workspace
+    from mpsgen.facts import Views
 
-    nf = NativeFunctions(checkout.read(NATIVE_FUNCTIONS), NATIVE_FUNCTIONS)
-    stubs = read_stubs(checkout)
+    views = Views(Workspace(checkout))
+    nf = views.native_functions
+    views.all_stubs()  # one read of every header: every op looks its stub up
     catalog = load_catalog()
     notes: list[str] = []
-    legacy_names = {line.kernel.rsplit("::", 1)[-1] for e in nf.entries for line in e.dispatch if _mps_only(line.keys)}
+    legacy_names = {line.kernel.rsplit("::", 1)[-1] for e in nf.entries for line in e.dispatch if is_mps_only(line)}
     definitions, files = _host_definitions(checkout, legacy_names, notes)
-    metal_groups = _metal_groups(checkout, notes)
-    xfail_by_op = _xfail_by_op(checkout, notes)
-    from mpsgen.resolve import ternary_takes_alpha
-
-    ternary_alpha = ternary_takes_alpha(checkout)
+    metal_groups = _metal_groups(views, notes)
+    xfail_by_op = _xfail_by_op(views, notes)
 
     records = []
     for op in nf.op_names:
-        entries = nf.op_entries(op)
-        records.append(_op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail_by_op, ternary_alpha))
+        records.append(_op_record(views, op, nf.op_entries(op), catalog, definitions, metal_groups, xfail_by_op))
     records.sort(key=lambda r: r.op)
     return ScanReport(str(checkout.root), tuple(records), tuple(files), tuple(notes))
-
-
-def _mps_only(keys: tuple[str, ...]) -> bool:
-    return "MPS" in keys and not ({"CPU", "CUDA"} & set(keys))
 
 
 def _entry_backing(entry: YamlEntry, nf: NativeFunctions, kernels: dict[str, MpsKernel], seen: frozenset = frozenset()) -> str:
     mps = [line for line in entry.dispatch if "MPS" in line.keys]
     if mps:
-        legacy = [kernels[line.kernel].backing for line in mps if _mps_only(line.keys)]
+        legacy = [kernels[line.kernel].backing for line in mps if is_mps_only(line)]
         return min(legacy, key=_OP_PRIORITY.index) if legacy else "native"
     delegate = entry.structured_delegate
     if delegate:  # dense kernels come from the `.out` entry; lines here are sparse/nested ones
@@ -201,28 +197,27 @@ def _entry_backing(entry: YamlEntry, nf: NativeFunctions, kernels: dict[str, Mps
     return "none" if entry.dispatch else "composite"
 
 
-def _op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail_by_op, ternary_alpha) -> OpRecord:
-    from mpsgen.catalog import lookup
-    from mpsgen.resolve import DispatchSite, is_legacy_line, is_shared_line, stub_candidates
+def _op_record(views, op, entries, catalog, definitions, metal_groups, xfail_by_op) -> OpRecord:
+    from mpsgen.facts import DispatchSite, functor_name_of_stub, is_legacy_line, is_shared_line, resolve_stub
 
+    nf = views.native_functions
     kernels: dict[str, MpsKernel] = {}
     for entry in entries:
         for line in entry.dispatch:
-            if _mps_only(line.keys) and line.kernel not in kernels:
+            if is_mps_only(line) and line.kernel not in kernels:
                 kernels[line.kernel] = _kernel(line.kernel, entry.name, line.location, definitions)
     overloads = tuple((e.name, _entry_backing(e, nf, kernels)) for e in entries)
     backing = min((b for _, b in overloads), key=_OP_PRIORITY.index)
 
     shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
-    stub = None
-    if shared:
-        stub = next((stubs[name] for name in stub_candidates(op, shared) if name in stubs), None)
-    functor = (stub.name[: -len("_stub")] if stub.name.endswith("_stub") else op) if stub else None
+    legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
+    stub, stub_problem = (resolve_stub(views, op, shared)[:2]) if shared else (None, "")
+    functor = functor_name_of_stub(stub.name) if stub else None
     groups = metal_groups.get(functor or op, ())
 
     candidate = None
-    if any(is_legacy_line(line) for e in entries for line in e.dispatch):
-        candidate = _candidate(op, shared, stub, functor, lookup, catalog, ternary_alpha, backing)
+    if legacy:
+        candidate = _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing)
     xfail_keys = xfail_by_op.get(op, Counter())
     return OpRecord(
         op=op,
@@ -241,29 +236,19 @@ def _op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail
     )
 
 
-def _candidate(op, shared, stub, functor, lookup, catalog, ternary_alpha, backing) -> Candidate:
-    from mpsgen.resolve import SUPPORTED_SIGNATURES
+def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing) -> Candidate:
+    from mpsgen.catalog import lookup
+    from mpsgen.resolve import generation_problem
 
-    if not shared:
-        return Candidate("port", "no shared `CPU, CUDA: ...` dispatch line (no stub to register)")
-    if stub is None:
-        return Candidate("port", f"no dispatch stub found for {op}")
-    if not stub.supported:
-        return Candidate("port", f"{stub.name} is {stub.signature}; mpsgen generates {SUPPORTED_SIGNATURES}")
+    problem = generation_problem(views, op, shared, legacy, stub, stub_problem, "migrate", entries=entries)
+    if problem is not None:
+        return Candidate("port", problem.message)
     arity = len(shared[0].entry.tensor_inputs)
-    dims = [(site.entry.name, name) for site in shared for type_, name, _ in site.entry.arguments
-            if name == "dim" or type_.startswith("int[")]
-    if dims:  # resolve would accept the stub, but an elementwise kernel is not what it computes
-        return Candidate("port", f"{dims[0][0]} takes `{dims[0][1]}`: a reduction or shape op, not elementwise")
-    if not 1 <= arity <= 3:
-        return Candidate("port", f"{shared[0].entry.name} takes {arity} tensor inputs")
     alpha = stub.scalar_count == 1
-    if arity == 3 and alpha and not ternary_alpha:
-        return Candidate("port", f"ternary with a Scalar ({stub.signature}); exec_ternary_kernel takes none here")
     entry = lookup(functor, catalog) or lookup(op, catalog)
     graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
     if entry is not None and not alpha and entry.arity == arity:
-        return Candidate("ready", f"supported stub signature, catalog body ({', '.join(entry.dtypes)}){graph}")
+        return Candidate("ready", f"supported stub signature, catalog body ({', '.join(entry.supports)}){graph}")
     if entry is not None and alpha:
         why = "the stub takes a Scalar alpha, which the catalog body does not"
     elif entry is not None:
@@ -388,55 +373,22 @@ def _kernel(kernel: str, entry: str, dispatch: Location, definitions: dict[str, 
 # .metal registrations -> dtype groups per functor
 # --------------------------------------------------------------------------------------------------
 
-_FLOAT_TYPES = frozenset({"float", "half", "bfloat"})
-_INT_TYPES = frozenset({"long", "int", "short", "uchar", "char"})
-_COMPLEX_TYPES = frozenset({"float2", "half2"})
-_GROUP_MACRO_WORDS = (("INT2FLOAT", "int2float"), ("INTEGER", "integer"), ("COMPLEX", "complex"), ("FLOAT", "float"))
 
 
-def _metal_groups(checkout: Checkout, notes: list[str]) -> dict[str, tuple[str, ...]]:
+def _metal_groups(views, notes: list[str]) -> dict[str, tuple[str, ...]]:
     """Functor name -> the dtype groups (`mpsgen.dtypes.GROUPS` names) its registrations cover."""
-    from mpsgen.dtypes import GROUPS
-    from mpsgen.metal import read_kernel_file
+    from mpsgen.facts import groups_of_pairs
 
-    seen: dict[str, set[str]] = {}
-    for rel in checkout.glob(KERNELS_DIR, "*.metal"):
+    pairs: dict[str, set] = {}
+    for rel in views.kernel_files():
         try:
-            kernel = read_kernel_file(checkout.read(rel), rel)
+            kernel = views.kernel(rel)
         except MpsgenError as exc:
             notes.append(f"{rel}: cannot read registrations ({exc}); its dtype groups are missing")
             continue
-        for reg, _ in kernel.registrations:
-            if not reg.args or not reg.args[0]:
-                continue
-            groups = seen.setdefault(reg.args[0], set())
-            group = _registration_group(reg.macro, reg.args)
-            if group:
-                groups.add(group)
-    out = {}
-    for name, groups in seen.items():
-        if "bool" in groups and ({"integer", "int2float"} & groups):
-            groups.discard("bool")
-        out[name] = tuple(g for g in GROUPS if g in groups)
-    return out
-
-
-def _registration_group(macro: str, args: tuple[str, ...]) -> str | None:
-    if len(args) == 1:
-        for word, group in _GROUP_MACRO_WORDS:
-            if word in macro:
-                return group
-        return None
-    in_type, out_type = args[1], args[-1]
-    if in_type in _FLOAT_TYPES:
-        return "float"
-    if in_type in _COMPLEX_TYPES:
-        return "complex"
-    if in_type in _INT_TYPES or in_type == "bool":
-        if out_type in _FLOAT_TYPES:
-            return "int2float"
-        return "bool" if in_type == "bool" else "integer"
-    return None
+        for name, registered in kernel.registered.items():
+            pairs.setdefault(name, set()).update(registered.pairs)
+    return {name: groups_of_pairs(found) for name, found in pairs.items()}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -622,13 +574,18 @@ def _ops_named(name: str) -> set[str]:
     return ops
 
 
-def _xfail_by_op(checkout: Checkout, notes: list[str]) -> dict[str, Counter]:
-    """op -> Counter of the common_mps.py keys (one count per dict entry) that test it."""
+def _xfail_by_op(views, notes: list[str]) -> dict[str, Counter]:
+    """op -> Counter of the common_mps.py keys (one count per dict entry) that test it (OpInfos of
+    every file the op facts read: common_methods_invocations.py and opinfo/definitions/*.py)."""
+    checkout = views.checkout
     if not checkout.exists(COMMON_MPS):
         notes.append(f"{COMMON_MPS} not found: no xfail counts")
         return {}
     entries = read_xfail_keys(checkout.read(COMMON_MPS), COMMON_MPS)
-    key_ops = _opinfo_ops(checkout.read(COMMON_METHODS)) if checkout.exists(COMMON_METHODS) else {}
+    key_ops: dict[str, set[str]] = {}
+    for rel in views.opinfo_files():
+        for key, ops in _opinfo_ops(checkout.read(rel)).items():
+            key_ops.setdefault(key, set()).update(ops)
     out: dict[str, Counter] = {}
     for item in entries:
         for op in key_ops.get(item.key) or _ops_named(item.key):

@@ -11,7 +11,8 @@ Rules (the issue leaves these to us):
   if they are absent; a list holding them keeps them and the entry stays.
 - A `None` value means "every dtype the OpInfo tests": the entry goes when the kernel covers the
   OpInfo's MPS-tested dtypes (`tested_dtypes[key]`, from `opinfo.tested_dtypes`), or, when those are
-  unknown, float + integer + complex64 (`ALL_MPS_DTYPES`).
+  unknown, float + integer + complex64 (`ALL_MPS_DTYPES`). When the kernel covers only some of the
+  tested dtypes, `None` becomes the explicit list of the others: what still fails is stated.
 - Entries of dicts about something other than a missing kernel are reported, never edited, unless
   `drop_undefined=True`: dicts named `*UNDEFINED*`, and entries whose comment (the comment block
   heading their group, or their own trailing comment) speaks of precision, accuracy, randomness,
@@ -49,7 +50,13 @@ ALL_MPS_DTYPES = frozenset(TORCH_DTYPES["float"] + TORCH_DTYPES["integer"] + ("c
 COMPLEX_SET_NAME = "SUPPORTED_COMPLEX_OPS"
 _ELSEWHERE = re.compile(r"precision|accura|random|undefined|non-?determin|flaky", re.IGNORECASE)
 
-ACTIONS = ("removed-dtypes", "removed-entry", "kept", "added-complex", "removed-decorator", "updated-dtypesIfMPS")
+ACTIONS = ("removed-dtypes", "removed-entry", "listed-dtypes", "kept", "added-complex", "removed-decorator")
+# The order dtypes are written in when mpsgen writes a list.
+DTYPE_ORDER = ("float32", "float16", "bfloat16", "int64", "int32", "int16", "uint8", "int8", "bool", "complex64", "complex32")
+
+
+def dtype_order(dtypes) -> list[str]:
+    return [d for d in DTYPE_ORDER if d in dtypes] + sorted(set(dtypes) - set(DTYPE_ORDER))
 
 
 @dataclass(frozen=True)
@@ -180,7 +187,8 @@ class _Collector(ast.NodeVisitor):
         pass
 
 
-def _parse(text: str, path: str) -> tuple[list[_Container], LineIndex, _Collector]:
+def parse_testlists(text: str, path: str) -> tuple[list[_Container], LineIndex, _Collector]:
+    """The dict and set literals of common_mps.py that mpsgen reads (parsed once per text)."""
     module = parse_python(text, path)
     index = LineIndex(text)
     collector = _Collector(NodeSpans(text, index))
@@ -232,10 +240,19 @@ def _entries(text: str, path: str, index: LineIndex, collector: _Collector, foun
     return tuple(entries)
 
 
-def find_xfail_dicts(text: str, path: str) -> tuple[XfailDict, ...]:
-    """Every dict literal shaped like an xfail/skip list (key -> dtype list or None), in file order."""
-    found, index, collector = _parse(text, path)
+def find_xfail_dicts(text: str, path: str, parsed=None) -> tuple[XfailDict, ...]:
+    """Every dict literal shaped like an xfail/skip list (key -> dtype list or None), in file order.
+    `parsed`: `parse_testlists(text, path)` when the caller has it."""
+    found, index, collector = parsed or parse_testlists(text, path)
     return tuple(_xfail_dicts(text, path, found, index, collector))
+
+
+def complex_set_keys(parsed) -> frozenset[str]:
+    """The keys of `SUPPORTED_COMPLEX_OPS` (`parsed`: `parse_testlists(...)`)."""
+    found, _index, _collector = parsed
+    return frozenset(
+        _string_value(el) for c in found if isinstance(c.node, ast.Set) for el in c.node.elts  # type: ignore[arg-type]
+    )
 
 
 def _xfail_dicts(text, path, found, index, collector):
@@ -277,10 +294,12 @@ def _decide(
     if entry.dtypes is None:
         needed = tested if tested is not None else ALL_MPS_DTYPES
         source = "the OpInfo's MPS dtypes" if tested is not None else "all dtypes (float, integer, complex64)"
-        missing = sorted(needed - covered)
-        if missing:
-            return "kept", f"None means {source}; the kernel does not register {', '.join(missing)}", ()
-        return "removed-entry", f"None ({source}) is now covered by the kernel", ()
+        missing = tuple(d for d in dtype_order(needed - covered))
+        if not missing:
+            return "removed-entry", f"None ({source}) is now covered by the kernel", ()
+        if tested is not None and needed & covered:
+            return "listed-dtypes", f"None -> {_fmt(missing)}: the tested dtypes the kernel does not register", missing
+        return "kept", f"None means {source}; the kernel does not register {', '.join(missing)}", ()
     gone = tuple(d for d in entry.dtypes if canonical_dtype(d) in covered)
     left = tuple(d for d in entry.dtypes if canonical_dtype(d) not in covered)
     if not gone:
@@ -300,10 +319,12 @@ def plan_testlist_edits(
     *,
     tested_dtypes: Mapping[str, frozenset[str]] | None = None,
     backward: bool = False,
+    parsed=None,
 ) -> tuple[str, tuple[TestListChange, ...]]:
     """The new text of common_mps.py and the report, for a kernel registering the torch dtypes
-    `covered` (`mpsgen.dtypes.torch_dtypes_for(groups)`) that serves the OpInfo keys `keys`."""
-    found, index, collector = _parse(text, path)
+    `covered` (`mpsgen.dtypes.torch_dtypes_for(groups)`) that serves the OpInfo keys `keys`.
+    `parsed`: `parse_testlists(text, path)` when the caller has it."""
+    found, index, collector = parsed or parse_testlists(text, path)
     covered = frozenset(canonical_dtype(d) for d in covered)
     wanted_section = "grad" if backward else "forward"
     spans: list[tuple[int, int, str]] = []
@@ -325,6 +346,9 @@ def plan_testlist_edits(
             elif action == "removed-dtypes":
                 value = container.node.values[i]  # type: ignore[union-attr]
                 spans.extend(_list_removal(text, index, collector, value, gone))
+            elif action == "listed-dtypes":
+                value = container.node.values[i]  # type: ignore[union-attr]
+                spans.append((*collector.span(value), _fmt(gone)))
         elements = [Element(*e.span) for e in table.entries]
         spans.extend(removal_spans(text, elements, remove_flags, table.span[1] - 1, index))
     if complex_supported:

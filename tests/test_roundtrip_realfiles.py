@@ -20,7 +20,7 @@ from mpsgen.dispatch import dispatch_edit
 from mpsgen.dtypes import GROUPS, torch_dtypes_for
 from mpsgen.nfyaml import NativeFunctions
 from mpsgen.opinfo import _call_starts, find_opinfos, plan_opinfo_edits
-from mpsgen.resolve import DispatchSite, is_legacy_line, is_shared_line
+from mpsgen.facts import DispatchSite, is_legacy_line, is_shared_line
 from mpsgen.testlists import find_xfail_dicts, plan_testlist_edits
 from mpsgen.textedit import LineIndex
 

@@ -17,7 +17,8 @@ from mpsgen import apply as apply_module
 from mpsgen.apply import apply_plan
 from mpsgen.checkout import Checkout, Workspace
 from mpsgen.errors import MpsgenError
-from mpsgen.resolve import Context, Options, resolve_op
+from mpsgen.facts import Views
+from mpsgen.resolve import Options, resolve_op
 from mpsgen.templates import Templates
 from support import every_file, copy_checkout, run_cli
 
@@ -45,10 +46,10 @@ def new_op_transaction(root: Path, ops: tuple[str, ...], expr: dict[str, str] | 
     from mpsgen.newop import plan_native_kernel
 
     ws = Workspace(Checkout(root))
-    ctx, templates = Context(ws), Templates(root)
+    views, templates = Views(ws), Templates(root)
     for op in ops:
         options = Options(expr=(expr or {}).get(op))
-        plan_native_kernel(ws, ctx, templates, resolve_op(ctx, op, options, mode="new-op"), options)
+        plan_native_kernel(views, templates, resolve_op(views, op, options, mode="new-op"), options)
     return ws.plan(ops)
 
 

@@ -124,7 +124,7 @@ def test_candidates_are_ordered_by_tier_then_size(report):
         ("logit_backward", "expr", "no catalog body"),
         ("relu", "port", "no dispatch stub"),
         ("softplus", "port", "const Scalar&, const Scalar&"),
-        ("addcmul", "port", "exec_ternary_kernel takes none"),
+        ("addcmul", "port", "exec_ternary_kernel in this checkout takes no scalar"),
     ],
 )
 def test_candidate_reasons(records, op, tier, words):

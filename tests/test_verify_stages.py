@@ -219,10 +219,11 @@ def test_grad_runs_the_grad_tests_too(ready):
 
 
 def test_opinfo_names_map_dots_to_underscores(fixture_checkout):
-    from mpsgen.checkout import Checkout
+    from mpsgen.checkout import Checkout, Workspace
+    from mpsgen.facts import Views
     from mpsgen.verify import opinfo_test_names
 
-    names, _ = opinfo_test_names(Checkout.find(fixture_checkout), "mish", grad=True)
+    names, _ = opinfo_test_names(Views(Workspace(Checkout.find(fixture_checkout))), "mish", grad=True)
     assert names == ["test_output_match_nn_functional_mish", "test_output_grad_match_nn_functional_mish"]
 
 
