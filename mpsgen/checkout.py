@@ -26,6 +26,7 @@ class Checkout:
     def __init__(self, root: Path):
         self.root = root
         self._texts: dict[str, str] = {}
+        self._globs: dict[tuple[str, str], list[str]] = {}
 
     @classmethod
     def find(cls, explicit: str | os.PathLike | None = None, start: Path | None = None) -> Checkout:
@@ -62,10 +63,13 @@ class Checkout:
         return self._texts[rel]
 
     def glob(self, rel_dir: str, pattern: str) -> list[str]:
-        base = self.root / rel_dir
-        if not base.is_dir():
-            return []
-        return sorted(f"{rel_dir}/{p.name}" for p in base.glob(pattern) if p.is_file())
+        """The files of `rel_dir` matching `pattern` (listed once per command, like the reads)."""
+        key = (rel_dir, pattern)
+        if key not in self._globs:
+            base = self.root / rel_dir
+            found = sorted(f"{rel_dir}/{p.name}" for p in base.glob(pattern) if p.is_file()) if base.is_dir() else []
+            self._globs[key] = found
+        return list(self._globs[key])
 
 
 def path_inside(root: Path, rel: str) -> Path:

@@ -466,17 +466,36 @@ class Views:
 
         return self.view("opinfo-index", rel, build)
 
+    def lines(self, rel: str):
+        from mpsgen.textedit import LineIndex
+
+        return self.view("lines", rel, LineIndex)
+
+    def opinfo_names(self, rel: str) -> frozenset[str]:
+        """Every op name an OpInfo file can match: the calls' names (also with dots read as
+        underscores and without `nn.functional.`) and the values of their name keywords."""
+
+        def build(text: str) -> frozenset[str]:
+            index = self.opinfo_index(rel)
+            names: set[str] = set()
+            for _, _, name in index["starts"]:
+                names.update({name, name.replace(".", "_"), name.removeprefix("nn.functional.")})
+            names.update(value for _, _, value in index["keywords"])
+            return frozenset(names)
+
+        return self.view("opinfo-names", rel, build)
+
     def opinfos(self, op: str) -> tuple[tuple[str, tuple], ...]:
         """(file, OpInfoRefs) for every OpInfo file holding an OpInfo or python ref testing `op`."""
         from mpsgen.opinfo import find_opinfos
 
         found = []
         for rel in self.opinfo_files():
-            text = self.ws.read(rel)
-            if op not in text and op.replace("_", ".") not in text:
+            if op not in self.opinfo_names(rel):
                 continue
+            text = self.ws.read(rel)
             try:
-                refs = find_opinfos(text, rel, op, frozenset({op}), index=self.opinfo_index(rel))
+                refs = find_opinfos(text, rel, op, frozenset({op}), index=self.opinfo_index(rel), lines=self.lines(rel))
             except MpsgenError:
                 continue
             if refs:
@@ -649,6 +668,7 @@ def all_native_ops(views: Views) -> tuple[str, ...]:
     """Every op whose shared line serves MPS through a declared stub (ops with a separate `MPS:`
     line left are migrate candidates, not native)."""
     nf = views.native_functions
+    views.all_stubs()  # one read of every header: every op looks its stub up
     found = []
     for op in nf.op_names:
         entries = nf.op_entries(op)

@@ -93,8 +93,8 @@ class OpInfoRef:
     promotes_int_to_float: bool = False  # `promotes_int_to_float=True`: integer inputs give float
 
 
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+def _line_of(text: str, offset: int, lines: LineIndex | None = None) -> int:
+    return lines.line_of(offset) if lines is not None else text.count("\n", 0, offset) + 1
 
 
 def _name_matches(name: str, targets: frozenset[str]) -> bool:
@@ -123,10 +123,12 @@ def scan_calls(text: str) -> dict:
 
 
 def find_opinfos(
-    text: str, path: str, op: str, aten_names: frozenset[str] = frozenset(), *, index: dict | None = None
+    text: str, path: str, op: str, aten_names: frozenset[str] = frozenset(), *, index: dict | None = None,
+    lines: LineIndex | None = None,
 ) -> tuple[OpInfoRef, ...]:
     """The OpInfo and python-ref entries testing aten op `op`, in file order. `index` is
-    `scan_calls(text)`, when the caller has it (e.g. from `mpsgen.cache`)."""
+    `scan_calls(text)` and `lines` the text's LineIndex, when the caller has them (e.g. from
+    `mpsgen.cache`, `mpsgen.facts.Views`)."""
     targets = frozenset({op}) | aten_names
     index = index if index is not None else scan_calls(text)
     starts = [tuple(s) for s in index["starts"]]
@@ -141,7 +143,7 @@ def find_opinfos(
             if end < 0:
                 raise MpsgenError(
                     f"unbalanced brackets in {starts[i][1]}({starts[i][2]!r} ...)",
-                    location=Location(path, _line_of(text, starts[i][0])),
+                    location=Location(path, _line_of(text, starts[i][0], lines)),
                     hint="fix the file so that it parses",
                 )
             ends[i] = end
@@ -158,14 +160,14 @@ def find_opinfos(
             i = _enclosing(offsets, starts, at)
             if i is not None and at < end_of(i):
                 chosen[i] = end_of(i)
-    refs = [_read_call(text, path, starts[i][0], chosen[i]) for i in sorted(chosen)]
+    refs = [_read_call(text, path, starts[i][0], chosen[i], lines) for i in sorted(chosen)]
     matched_names = {ref.name for ref in refs}
     for offset, value in ref_hits:
         if value in matched_names or _name_matches(value, targets):
             i = _enclosing(offsets, starts, offset)
             if i is not None and i not in chosen and offset < end_of(i):
                 chosen[i] = end_of(i)
-                refs.append(_read_call(text, path, starts[i][0], chosen[i]))
+                refs.append(_read_call(text, path, starts[i][0], chosen[i], lines))
     if not refs:
         names = sorted({s[2] for s in starts})
         close = difflib.get_close_matches(op, names + [n.replace(".", "_") for n in names], n=5, cutoff=0.6)
@@ -177,12 +179,13 @@ def find_opinfos(
     return tuple(sorted(refs, key=lambda r: r.span[0]))
 
 
-def _parse_call(text: str, path: str, start: int, end: int) -> tuple[ast.Call, NodeSpans]:
-    """The call at text[start:end], parsed alone; its NodeSpans give spans in file coordinates."""
+def _parse_call(text: str, path: str, start: int, end: int, first_line: int) -> tuple[ast.Call, NodeSpans]:
+    """The call at text[start:end] (starting on `first_line`), parsed alone; its NodeSpans give
+    spans in file coordinates."""
     snippet = text[start:end]
-    tree = parse_python(snippet, path, "OpInfo call", first_line=_line_of(text, start), mode="eval")
+    tree = parse_python(snippet, path, "OpInfo call", first_line=first_line, mode="eval")
     if not isinstance(tree.body, ast.Call):
-        raise MpsgenError("not a call", location=Location(path, _line_of(text, start)), hint="mpsgen reads OpInfo(...) calls only")
+        raise MpsgenError("not a call", location=Location(path, first_line), hint="mpsgen reads OpInfo(...) calls only")
     return tree.body, NodeSpans(snippet, base=start)
 
 
@@ -210,10 +213,10 @@ def _syntactic_span(node: ast.expr, spans: NodeSpans) -> tuple[int, int]:
     return start, end
 
 
-def _read_call(text: str, path: str, start: int, end: int) -> OpInfoRef:
-    call, spans = _parse_call(text, path, start, end)
+def _read_call(text: str, path: str, start: int, end: int, lines: LineIndex | None = None) -> OpInfoRef:
+    location = Location(path, _line_of(text, start, lines))
+    call, spans = _parse_call(text, path, start, end, location.line)
     kwargs = _kwargs(call)
-    location = Location(path, _line_of(text, start))
     positional = call.args
     name = _string(positional[0]) if positional else _string(kwargs["name"].value) if "name" in kwargs else None
     if name is None:
@@ -363,7 +366,7 @@ def _classify(element: ast.expr, covered: frozenset[str]) -> tuple[str | None, s
 
 
 def plan_opinfo_edits(
-    text: str, path: str, refs: tuple[OpInfoRef, ...], covered: frozenset[str]
+    text: str, path: str, refs: tuple[OpInfoRef, ...], covered: frozenset[str], lines: LineIndex | None = None
 ) -> tuple[str, tuple[TestListChange, ...]]:
     """The new text with the refs' MPS failures that a kernel registering `covered` fixes removed.
     `dtypesIfMPS=` is never touched: what MPS tests stays tested, and what still fails is stated
@@ -371,9 +374,9 @@ def plan_opinfo_edits(
     covered = frozenset(canonical_dtype(d) for d in covered)
     spans: list[tuple[int, int, str]] = []
     changes: list[TestListChange] = []
-    index: LineIndex | None = None
+    index: LineIndex | None = lines
     for ref in refs:
-        call, nodes = _parse_call(text, path, *ref.span)
+        call, nodes = _parse_call(text, path, *ref.span, ref.location.line)
         first_line = ref.location.line
 
         def span_of(node: ast.AST) -> tuple[int, int]:

@@ -217,7 +217,7 @@ def plan_test_lists(views: Views, facts: OpFacts, registered: frozenset[str], *,
     changes: list = []
     for rel, refs in facts.opinfos:
         text = views.ws.read(rel)
-        new_text, found = plan_opinfo_edits(text, rel, refs, registered)
+        new_text, found = plan_opinfo_edits(text, rel, refs, registered, views.lines(rel))
         changes.extend(found)
         if new_text != text:
             texts[rel] = new_text

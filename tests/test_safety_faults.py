@@ -46,7 +46,7 @@ def new_op_transaction(root: Path, ops: tuple[str, ...], expr: dict[str, str] | 
     from mpsgen.newop import plan_native_kernel
 
     ws = Workspace(Checkout(root))
-    views, templates = Views(ws), Templates(root)
+    views, templates = Views(ws, disk_cache=True), Templates(root)
     for op in ops:
         options = Options(expr=(expr or {}).get(op))
         plan_native_kernel(views, templates, resolve_op(views, op, options, mode="new-op"), options)
