@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
+from mpsgen.metal import NamespacePrefixes
 from mpsgen.templates import Templates
 
 OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
@@ -89,12 +90,16 @@ def effective_groups(groups: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def choose_functor(templates: Templates, *, op: str, name: str, arity: int, alpha: bool,
-                   expr: str | None, dtypes: tuple[str, ...] | None) -> FunctorChoice:
+                   expr: str | None, dtypes: tuple[str, ...] | None,
+                   namespaces: NamespacePrefixes | None = None) -> FunctorChoice:
+    """The functor for `name`, spelled with the kernel file's namespace prefixes."""
     operands = operands_for(arity, alpha)
+    spelling = (namespaces or NamespacePrefixes()).template_vars()
     if expr is not None:
         validate_expr(expr, operands)
         groups = effective_groups(dtypes or ("float",))
-        text = templates.render("functor_expr.metal.j2", name=name, expr=expr.strip(), operands=operands, groups=groups)
+        text = templates.render("functor_expr.metal.j2", name=name, expr=expr.strip(), operands=operands, groups=groups,
+                                **spelling)
         return FunctorChoice("expr", text, groups)
     from mpsgen.catalog import lookup
 
@@ -113,11 +118,11 @@ def choose_functor(templates: Templates, *, op: str, name: str, arity: int, alph
                 f"(it handles {', '.join(entry.supports)})",
                 hint="drop that group from --dtypes, or pass --expr",
             )
-        text = templates.render(f"functors/{entry.template}", name=name)
+        text = templates.render(entry.template_name, name=name, **spelling)
         return FunctorChoice("catalog", text, groups)
     groups = effective_groups(dtypes or ("float",))
     text = templates.render(
         "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
-        groups=groups, arity_word=ARITY_WORDS[arity],
+        groups=groups, arity_word=ARITY_WORDS[arity], **spelling,
     )
     return FunctorChoice("placeholder", text, groups)

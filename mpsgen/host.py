@@ -111,9 +111,9 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
         kernel_name=functor,
         alpha=alpha,
     )
-    with_semicolon = sum(1 for r in registrations if _line_has_semicolon(text, index, r.location.line))
-    semicolon = registrations and with_semicolon * 2 > len(registrations)
-    register_text = templates.render("register_dispatch.mm.j2", stub=stub, function=function_name, semicolon=bool(semicolon))
+    semicolon, ampersand = dispatch_style(text, registrations)
+    register_text = templates.render("register_dispatch.mm.j2", stub=stub, function=function_name,
+                                     semicolon=semicolon, ampersand=ampersand)
     if newline != "\n":
         function_text = function_text.replace("\n", newline)
         register_text = register_text.replace("\n", newline)
@@ -158,7 +158,7 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
         function_line = register_line = index.line_of(anchor)
     ws.write(path, replace_spans(text, spans))
     ws.add_change("host-stub", Location(path, function_line), f"static void {function_name}({iterator_type} iter{', const Scalar& alpha' if alpha else ''})")
-    ws.add_change("register", Location(path, register_line), f"REGISTER_DISPATCH({stub}, &{function_name})")
+    ws.add_change("register", Location(path, register_line), register_text.strip())
 
 
 def function_suffix(registrations: list[DispatchRegistration]) -> str:
@@ -174,5 +174,11 @@ def function_suffix(registrations: list[DispatchRegistration]) -> str:
     return max(counts, key=lambda k: (counts[k], k == "_mps_kernel")) if counts else "_mps_kernel"
 
 
-def _line_has_semicolon(text: str, index: LineIndex, line: int) -> bool:
-    return text[index.start_of(line) : index.end_of(line)].rstrip().endswith(";")
+def dispatch_style(text: str, registrations: list[DispatchRegistration]) -> tuple[bool, bool]:
+    """(semicolon, ampersand): whether most of the file's REGISTER_DISPATCH lines end in `;` and
+    pass the function as `&fn`. Ties, and a file without registrations, take `&fn` without `;`."""
+    index = LineIndex(text)
+    lines = [text[index.start_of(r.location.line) : index.end_of(r.location.line)].strip() for r in registrations]
+    with_semicolon = sum(1 for line in lines if line.endswith(";"))
+    without_ampersand = sum(1 for line in lines if re.search(r",\s*\w+\s*\)", line))
+    return with_semicolon * 2 > len(lines), without_ampersand * 2 <= len(lines)

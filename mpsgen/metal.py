@@ -25,6 +25,29 @@ BINARY_GROUP_MACROS = {
 }
 
 
+_USING_NAMESPACE = re.compile(r"^using[ \t]+namespace[ \t]+(?:::)?((?:c10::)?metal)[ \t]*;", re.M)
+
+
+@dataclass(frozen=True)
+class NamespacePrefixes:
+    """How a kernel file spells Metal's and c10's names: empty under its file-level
+    `using namespace metal;` / `using namespace c10::metal;`, qualified otherwise."""
+
+    metal: str = "::metal::"
+    c10: str = "c10::metal::"
+
+    def template_vars(self) -> dict[str, str]:
+        """The variables every functor template gets: `metal_ns` and `c10_ns`."""
+        return {"metal_ns": self.metal, "c10_ns": self.c10}
+
+
+def namespace_prefixes(text: str) -> NamespacePrefixes:
+    """The prefixes new code in this .metal file takes, read from its `using namespace` lines at
+    file level (column 0, outside comments)."""
+    used = set(_USING_NAMESPACE.findall(mask_code(text)))
+    return NamespacePrefixes("" if "metal" in used else "::metal::", "" if "c10::metal" in used else "c10::metal::")
+
+
 @dataclass(frozen=True)
 class Registration:
     macro: str

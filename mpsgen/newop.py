@@ -14,7 +14,9 @@ def plan_native_kernel(ws: Workspace, ctx: Context, templates: Templates, spec: 
     from mpsgen.dispatch import plan_dispatch
     from mpsgen.functor import choose_functor
     from mpsgen.host import mps_registrations, plan_host
-    from mpsgen.metal import available_macros, plan_kernel, read_kernel_file, registered_groups, registrations_for
+    from mpsgen.metal import (
+        available_macros, namespace_prefixes, plan_kernel, read_kernel_file, registered_groups, registrations_for,
+    )
 
     kernel = read_kernel_file(ws.read(spec.kernel_file), spec.kernel_file)
     registered = mps_registrations(ws, spec.stub.name)
@@ -37,7 +39,7 @@ def plan_native_kernel(ws: Workspace, ctx: Context, templates: Templates, spec: 
     else:
         choice = choose_functor(
             templates, op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
-            expr=options.expr, dtypes=options.dtypes,
+            expr=options.expr, dtypes=options.dtypes, namespaces=namespace_prefixes(ws.read(spec.kernel_file)),
         )
         macros = available_macros(ws, kernel)
         registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
@@ -45,7 +47,8 @@ def plan_native_kernel(ws: Workspace, ctx: Context, templates: Templates, spec: 
     plan_kernel(ws, spec.kernel_file, spec.functor, choice.text, registrations)
     if choice.source == "placeholder" and spec.functor not in kernel.functors:
         after = ws.read(spec.kernel_file)
-        line = after[: after.find(f"#error \"mpsgen: write the body of {spec.functor}_functor")].count("\n") + 1
+        struct = after.find(f"struct {spec.functor}_functor {{")
+        line = after[: after.find("#error", struct)].count("\n") + 1
         ws.add_note(f"{Location(spec.kernel_file, line)}: fill in the body of {spec.functor}_functor (the #error stops the build there until you do)")
     plan_host(
         ws, templates, spec.host_file, stub=spec.stub.name, functor=spec.functor, arity=spec.arity,

@@ -24,6 +24,7 @@ import pytest
 from mpsgen.catalog import CatalogEntry, load_catalog, lookup
 from mpsgen.dtypes import GROUPS, METAL_INPUT_TYPES
 from mpsgen.errors import MpsgenError
+from mpsgen.metal import NamespacePrefixes
 from mpsgen.templates import Templates
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"
@@ -390,8 +391,14 @@ def test_invalid_catalog_is_refused_with_its_location(tmp_path, body, message):
 # ---- rendering -----------------------------------------------------------------------------------
 
 
-def render(op: str) -> str:
-    return Templates().render(CATALOG[op].template_name, name=op)
+# The two ways a kernel file spells Metal's names: under its `using namespace metal;` and
+# `using namespace c10::metal;` lines (as upstream kernel files are), or qualified in full.
+SPELLINGS = {"qualified": NamespacePrefixes(), "short": NamespacePrefixes("", "")}
+USING_LINES = "using namespace metal;\nusing namespace c10::metal;\n"
+
+
+def render(op: str, spelling: str = "qualified", name: str | None = None) -> str:
+    return Templates().render(CATALOG[op].template_name, name=name or op, **SPELLINGS[spelling].template_vars())
 
 
 def _mask_comments(text: str) -> str:
@@ -416,7 +423,15 @@ def test_template_renders_exactly_one_functor(op):
 
 @pytest.mark.parametrize("op", sorted(CATALOG))
 def test_template_uses_the_given_name(op):
-    assert Templates().render(CATALOG[op].template_name, name="other").lstrip().startswith("struct other_functor {")
+    assert render(op, name="other").lstrip().startswith("struct other_functor {")
+
+
+@pytest.mark.parametrize("op", sorted(CATALOG))
+def test_short_spelling_names_nothing_by_namespace_and_qualified_spelling_everything(op):
+    short, qualified = render(op, "short"), render(op, "qualified")
+    assert "metal::" not in _mask_comments(short)
+    assert re.findall(r"(?<![:\w])(enable_if_t|precise::|is_\w+_v)\b", _mask_comments(qualified)) == []
+    assert short != qualified
 
 
 @pytest.mark.parametrize("op", sorted(CATALOG))
@@ -457,10 +472,12 @@ def _cpp_array(name: str, values) -> str:
     return f"static const double {name}[] = {{{', '.join(lit(v) for v in values)}}};"
 
 
-def build_program() -> str:
+def build_program(spelling: str = "qualified") -> str:
     lines = ['#include "harness.h"', ""]
+    if spelling == "short":
+        lines.append(USING_LINES)
     for op in sorted(CATALOG):
-        lines.append(render(op))
+        lines.append(render(op, spelling))
     lines.append("int main() {")
     for op in sorted(CATALOG):
         entry = CATALOG[op]
@@ -499,14 +516,16 @@ class Result:
     output: object
 
 
-@pytest.fixture(scope="module")
-def shim_run(tmp_path_factory):
+@pytest.fixture(scope="module", params=sorted(SPELLINGS))
+def shim_run(request, tmp_path_factory):
+    """The rendered catalog compiled and run, once per namespace spelling (the short one under
+    the `using namespace` lines a kernel file would have)."""
     compiler = shutil.which("g++")
     if compiler is None:
         pytest.skip("g++ is not installed: the functor bodies cannot be compiled and run without it")
-    work = tmp_path_factory.mktemp("shim")
+    work = tmp_path_factory.mktemp(f"shim-{request.param}")
     source = work / "functors.cpp"
-    source.write_text(build_program(), encoding="utf-8")
+    source.write_text(build_program(request.param), encoding="utf-8")
     binary = work / "functors"
     # -Werror=double-promotion: no double math hidden in float code (Metal has no double).
     # -Werror=float-conversion: every narrowing float conversion in a body is written as a cast.
