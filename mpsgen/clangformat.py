@@ -128,11 +128,23 @@ def lines_to_rewrite(text: str, found: list[Replacement]) -> list[int]:
     index = LineIndex(text)
     lines: set[int] = set()
     for r in found:
-        first = index.line_of(r.offset)
-        # a replacement that only swaps the newline ending a line belongs to that line
-        last = index.line_of(max(r.offset, r.offset + r.length - 1))
+        old, new = text[r.offset : r.offset + r.length], r.text
+        # what old and new share at either end is not rewritten: a replacement of "\n  " by
+        # "\n    " re-indents the next line and leaves the line it starts on alone
+        head = len(_common_prefix(old, new))
+        tail = len(_common_prefix(old[head:][::-1], new[head:][::-1]))
+        start, end = r.offset + head, r.offset + r.length - tail
+        first = index.line_of(start)
+        last = index.line_of(max(start, end - 1))
         lines.update(range(first, last + 1))
     return sorted(lines)
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
 
 
 @dataclass(frozen=True)

@@ -274,7 +274,7 @@ def _git(root: Path, args: list[str]) -> str:
 # ---------------------------------------------------------------------------------- static checks
 
 STATIC_CHECKS = ("yaml-dispatch", "stub-registration", "kernel-name", "dtype-coverage", "placeholder",
-                 "legacy", "test-lists", "balance")
+                 "legacy", "test-lists", "balance", "format")
 
 
 @dataclass(frozen=True)
@@ -461,6 +461,7 @@ def check_op(reader: _Reader, op: str) -> list[CheckResult]:
         ("legacy", _check_legacy),
         ("test-lists", _check_test_lists),
         ("balance", _check_balance),
+        ("format", _check_format),
     ):
         try:
             result = func(reader, facts)
@@ -774,6 +775,18 @@ def _check_balance(reader: _Reader, f: _OpFacts):
             out.append(Finding("balance", f.op, location, "unbalanced bracket (no partner found)",
                                "fix the edit so that every (, [ and { closes"))
     return out
+
+
+def _check_format(reader: _Reader, f: _OpFacts):
+    from mpsgen.formatcheck import format_problems, op_line_ranges
+
+    if f.host is None:
+        return "no host function to read (see stub-registration)"
+    ranges = op_line_ranges(reader, f)
+    result = format_problems(reader.checkout.root, {rel: reader.checkout.read(rel) for rel in ranges}, ranges)
+    if isinstance(result, str):
+        return result
+    return [Finding("format", f.op, p.location, p.message, p.hint) for p in result]
 
 
 # --------------------------------------------------------------------------- build and test stages

@@ -1,0 +1,196 @@
+"""Code mpsgen adds is clean under PyTorch's own clang-format rules; where the checkout has a
+`.clang-format` and a clang-format executable is found, mpsgen formats exactly the lines it adds;
+verify's `format` check reads the op's own lines."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import test_migrate
+import test_newop
+from mpsgen.apply import line_opcodes
+from mpsgen.clangformat import Formatter, added_line_ranges, lines_to_rewrite, replacements
+from support import FIXTURE_CHECKOUT, PYTORCH_CLANG_FORMAT, copy_checkout, pytorch_clang_format, run_cli, snapshot
+
+MPS = "aten/src/ATen/native/mps"
+BINARY_METAL = f"{MPS}/kernels/BinaryKernel.metal"
+ACTIVATION_METAL = f"{MPS}/kernels/ActivationKernel.metal"
+ACTIVATION_MM = f"{MPS}/operations/ActivationKernel.mm"
+LONG_EXPR = "sqrt(a * a + b * b) + 0.0f * (a + b + a + b + a + b + a + b + a + b + a + b + a)"
+
+GOLDEN_CASES = [("new-op", name, argv) for name, (argv, _) in sorted(test_newop.CASES.items())]
+GOLDEN_CASES += [("migrate", name, argv) for name, argv in sorted(test_migrate.CASES.items())]
+REAL_CASES = [
+    ("migrate", ["mish", "mish_backward"]),
+    ("migrate", ["acosh", "asinh", "atanh"]),
+    ("migrate", ["sigmoid_backward", "tanh_backward"]),
+    ("migrate", ["sgn"]),
+    ("new-op", ["special_ndtri"]),
+    ("new-op", ["heaviside"]),
+]
+
+
+def added_lines_to_rewrite(before: dict[str, bytes], after: dict[str, bytes]) -> tuple[int, list[str]]:
+    """(number of C++/Metal lines added, `path:line: text` of those clang-format would rewrite)
+    between two snapshots, by PyTorch's style file."""
+    executable, style = pytorch_clang_format()
+    added, bad = 0, []
+    for rel in sorted(after):
+        if before.get(rel) == after[rel] or not rel.endswith((".metal", ".mm")):
+            continue
+        old, new = before.get(rel, b"").decode(), after[rel].decode()
+        ranges = added_line_ranges(old, new)
+        added += sum(b - a + 1 for a, b in ranges)
+        found = replacements(new, ranges, executable=executable, style=style, rel=rel)
+        bad += [f"{rel}:{line}: {new.splitlines()[line - 1]}" for line in lines_to_rewrite(new, found)]
+    return added, bad
+
+
+# ---- what the templates write, as they stand ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("command", "case", "argv"), GOLDEN_CASES, ids=[f"{c}-{n}" for c, n, _ in GOLDEN_CASES])
+def test_every_golden_case_adds_only_lines_clang_format_leaves_alone(tmp_path, command, case, argv):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)  # no .clang-format: mpsgen formats nothing, the templates stand alone
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), command, *argv])
+    assert result.exit_code == 0, result.stderr
+    added, bad = added_lines_to_rewrite(before, snapshot(root))
+    assert added > 0
+    assert bad == []
+
+
+@pytest.fixture
+def real_checkout(tmp_path, real_torch_files):
+    root = tmp_path / "pytorch"
+    shutil.copytree(real_torch_files, root)
+    for sub in ("kernels", "operations"):
+        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True)
+    return root
+
+
+@pytest.mark.realfiles
+@pytest.mark.parametrize(("command", "ops"), REAL_CASES, ids=[f"{c}-{'-'.join(o)}" for c, o in REAL_CASES])
+def test_real_size_checkout_cases_add_only_clean_lines(real_checkout, command, ops):
+    pytorch_clang_format()
+    before = snapshot(real_checkout)
+    result = run_cli(["-C", str(real_checkout), command, *ops])
+    assert result.exit_code == 0, result.stderr
+    added, bad = added_lines_to_rewrite(before, snapshot(real_checkout))
+    assert added > 0
+    assert bad == []
+
+
+# ---- formatting the added lines -----------------------------------------------------------------
+
+
+def test_added_line_ranges_are_the_plus_lines_of_the_diff():
+    before = "a\nb\nc\n"
+    assert added_line_ranges(before, "a\nx\ny\nb\nc\nz\n") == [(2, 3), (6, 6)]
+    assert added_line_ranges(before, "a\nB\nc\n") == [(2, 2)]
+    assert added_line_ranges(before, before) == []
+
+
+def test_formatter_rewrites_only_the_added_lines(tmp_path):
+    pytorch_clang_format()
+    shutil.copy(PYTORCH_CLANG_FORMAT, tmp_path / ".clang-format")
+    before = "int f(int a) {\n  return a+1;\n}\n"
+    after = "int f(int a) {\n  return a+1;\n}\nint g(int a) {\n    return a*2;\n}\n"
+    formatted = Formatter.for_checkout(tmp_path).format_added("x.cpp", before, after)
+    assert formatted == "int f(int a) {\n  return a+1;\n}\nint g(int a) {\n  return a * 2;\n}\n"
+
+
+def test_a_checkout_without_clang_format_file_is_left_alone_and_told(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "new-op", "hypot", "--expr", LONG_EXPR, "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    assert "added C++/Metal lines left as the templates write them: the checkout has no .clang-format" in result.stderr
+    assert "+    return static_cast<T>(" + LONG_EXPR + ");\n" in result.stdout
+
+
+def test_with_the_checkouts_clang_format_long_added_lines_are_wrapped_and_nothing_else_moves(tmp_path):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)
+    shutil.copy(PYTORCH_CLANG_FORMAT, root / ".clang-format")
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "new-op", "hypot", "--expr", LONG_EXPR])
+    assert result.exit_code == 0, result.stderr
+    after = snapshot(root)
+    metal = after[BINARY_METAL].decode()
+    assert "    return static_cast<T>(\n        sqrt(a * a + b * b) +\n" in metal
+    added, bad = added_lines_to_rewrite(before, after)
+    assert added > 0 and bad == []
+    for rel in after:
+        if before.get(rel) != after[rel] and rel.endswith((".metal", ".mm")):
+            old, new = before[rel].decode().splitlines(True), after[rel].decode().splitlines(True)
+            # every line that was there is still there, in order: only insertions
+            assert {tag for tag, *_ in line_opcodes(old, new)} <= {"equal", "insert"}, rel
+    again = run_cli(["-C", str(root), "new-op", "hypot", "--expr", LONG_EXPR])
+    assert again.exit_code == 0
+    assert snapshot(root) == after
+
+
+def test_a_misformatted_neighbour_of_the_added_lines_stays_as_it_is(tmp_path):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)
+    shutil.copy(PYTORCH_CLANG_FORMAT, root / ".clang-format")
+    metal = root / ACTIVATION_METAL
+    ugly = metal.read_text().replace("struct hardsigmoid_functor {", "struct   hardsigmoid_functor{")
+    metal.write_text(ugly)
+    result = run_cli(["-C", str(root), "migrate", "mish"])
+    assert result.exit_code == 0, result.stderr
+    assert "struct   hardsigmoid_functor{" in metal.read_text()
+
+
+# ---- verify's format check ----------------------------------------------------------------------
+
+
+def _format_result(root, op):
+    from mpsgen.checkout import Checkout
+    from mpsgen.verify import static_checks
+
+    return next(r for r in static_checks(Checkout(root), (op,)) if r.check == "format")
+
+
+def test_verify_format_passes_after_migrate_and_names_the_ops_own_misformatted_lines(tmp_path):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)
+    shutil.copy(PYTORCH_CLANG_FORMAT, root / ".clang-format")
+    assert run_cli(["-C", str(root), "migrate", "mish"]).exit_code == 0
+    assert _format_result(root, "mish").status == "passed"
+    metal, host = root / ACTIVATION_METAL, root / ACTIVATION_MM
+    metal.write_text(metal.read_text()
+                     .replace("f * precise::tanh(softplus_(f))", "f*precise::tanh(softplus_(f))")
+                     .replace("struct hardsigmoid_functor {", "struct   hardsigmoid_functor{"))
+    host.write_text(host.read_text().replace('lib.exec_unary_kernel(iter, "mish");', 'lib.exec_unary_kernel(iter,"mish");'))
+    result = _format_result(root, "mish")
+    assert result.status == "failed"
+    lines = {(f.location.path, f.location.line) for f in result.findings}
+    metal_line = next(i for i, t in enumerate(metal.read_text().splitlines(), 1) if "f*precise" in t)
+    host_line = next(i for i, t in enumerate(host.read_text().splitlines(), 1) if 'iter,"mish"' in t)
+    assert lines == {(ACTIVATION_METAL, metal_line), (ACTIVATION_MM, host_line)}
+    finding = next(f for f in result.findings if f.location.path == ACTIVATION_METAL)
+    assert str(finding) == (f"{ACTIVATION_METAL}:{metal_line}: clang-format would rewrite this line "
+                            f"(run clang-format -i --lines={metal_line}:{metal_line} {ACTIVATION_METAL} "
+                            "(the checkout's .clang-format))")
+
+
+def test_verify_format_is_skipped_with_the_reason_without_a_clang_format_file(tmp_path):
+    root = copy_checkout(tmp_path)
+    assert run_cli(["-C", str(root), "migrate", "mish"]).exit_code == 0
+    result = _format_result(root, "mish")
+    assert (result.status, result.reason) == ("skipped", "the checkout has no .clang-format at its root")
+
+
+def test_verify_format_is_skipped_with_the_reason_without_an_executable(tmp_path, monkeypatch):
+    import mpsgen.clangformat
+
+    root = copy_checkout(tmp_path)
+    shutil.copy(FIXTURE_CHECKOUT / "aten/src/ATen/native/native_functions.yaml", root / ".clang-format")
+    monkeypatch.setattr(mpsgen.clangformat, "find_executable", lambda: None)
+    result = _format_result(root, "logaddexp")
+    assert result.status == "skipped"
+    assert result.reason.startswith("no clang-format executable found (pip install")
