@@ -434,6 +434,18 @@ def test_short_spelling_names_nothing_by_namespace_and_qualified_spelling_everyt
     assert short != qualified
 
 
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+@pytest.mark.parametrize("op", sorted(CATALOG))
+def test_body_is_clean_under_pytorchs_clang_format_in_both_spellings(op, spelling):
+    from mpsgen.clangformat import lines_to_rewrite, replacements
+    from support import pytorch_clang_format
+
+    executable, style = pytorch_clang_format()
+    text = render(op, spelling)
+    found = replacements(text, [(1, text.count("\n"))], executable=executable, style=style, rel=f"{op}.metal")
+    assert [text.splitlines()[line - 1] for line in lines_to_rewrite(text, found)] == []
+
+
 @pytest.mark.parametrize("op", sorted(CATALOG))
 def test_body_has_no_double_literals(op):
     # Metal has no double: an unsuffixed 0.5 would be float in Metal but double in the shim.

@@ -194,3 +194,55 @@ def test_verify_format_is_skipped_with_the_reason_without_an_executable(tmp_path
     result = _format_result(root, "logaddexp")
     assert result.status == "skipped"
     assert result.reason.startswith("no clang-format executable found (pip install")
+
+
+# ---- the generated shapes themselves ------------------------------------------------------------
+
+SPELLINGS = {"short": ("", ""), "qualified": ("::metal::", "c10::metal::")}
+SHAPES = [
+    (source, arity, alpha, groups)
+    for source in ("expr", "placeholder")
+    for arity in (1, 2, 3)
+    for alpha in (False, True)
+    for groups in (("float", "int2float", "complex"), ("float", "integer", "bool"))
+]
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+@pytest.mark.parametrize(("source", "arity", "alpha", "groups"), SHAPES)
+def test_expr_and_placeholder_functors_are_clean_in_both_spellings(source, arity, alpha, groups, spelling):
+    from mpsgen.functor import choose_functor, operands_for
+    from mpsgen.metal import NamespacePrefixes
+    from mpsgen.templates import Templates
+
+    executable, style = pytorch_clang_format()
+    expr = " + ".join(operands_for(arity, alpha)) if source == "expr" else None
+    choice = choose_functor(Templates(), op="my_op", name="my_op", arity=arity, alpha=alpha, expr=expr,
+                            dtypes=groups, namespaces=NamespacePrefixes(*SPELLINGS[spelling]))
+    assert choice.source == source
+    text = choice.text
+    found = replacements(text, [(1, text.count("\n"))], executable=executable, style=style, rel="x.metal")
+    assert [text.splitlines()[line - 1] for line in lines_to_rewrite(text, found)] == []
+    assert "mpsgen" not in text or source == "placeholder"  # no tool stamp in finished code
+
+
+def test_namespace_prefixes_follow_the_files_using_lines():
+    from mpsgen.metal import NamespacePrefixes, namespace_prefixes
+
+    assert namespace_prefixes("#include <metal_stdlib>\nusing namespace metal;\nusing namespace c10::metal;\n") == NamespacePrefixes("", "")
+    assert namespace_prefixes("using namespace metal;\n") == NamespacePrefixes("", "c10::metal::")
+    assert namespace_prefixes("// using namespace metal;\nstruct x {};\n") == NamespacePrefixes()
+    assert namespace_prefixes("namespace a {\n  using namespace metal;\n}\n") == NamespacePrefixes()
+
+
+@pytest.mark.parametrize(("lines", "style"), [
+    (["REGISTER_DISPATCH(a_stub, &a_kernel)", "REGISTER_DISPATCH(b_stub, &b_kernel)"], (False, True)),
+    (["REGISTER_DISPATCH(a_stub, a_kernel);", "REGISTER_DISPATCH(b_stub, b_kernel);"], (True, False)),
+    (["REGISTER_DISPATCH(a_stub, a_kernel);", "REGISTER_DISPATCH(b_stub, b_kernel);", "REGISTER_DISPATCH(c_stub, &c_kernel)"], (True, False)),
+    ([], (False, True)),
+])
+def test_register_dispatch_follows_the_files_majority(lines, style):
+    from mpsgen.host import dispatch_style, find_registrations
+
+    text = "namespace at::native {\n" + "".join(line + "\n" for line in lines) + "} // namespace at::native\n"
+    assert dispatch_style(text, find_registrations(text, "x.mm")) == style
