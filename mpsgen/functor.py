@@ -118,7 +118,7 @@ def choose_functor(templates: Templates, *, op: str, name: str, arity: int, alph
                 f"(it handles {', '.join(entry.supports)})",
                 hint="drop that group from --dtypes, or pass --expr",
             )
-        text = templates.render(entry.template_name, name=name, **spelling)
+        text = templates.render(entry.template_name, name=name, groups=groups, **spelling)
         return FunctorChoice("catalog", text, groups)
     groups = effective_groups(dtypes or ("float",))
     text = templates.render(

@@ -138,3 +138,21 @@ def test_undelimitable_legacy_definition_is_refused_with_its_line(tmp_path):
     assert result.exit_code == 2
     assert f"{OPERATIONS}/BinaryOps.mm:" in result.stderr
     assert snapshot(root) == before
+
+
+def test_asinh_with_complex_registers_float2_half2_and_renders_the_complex_overload(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "migrate", "asinh", "--dtypes", "float,int2float,complex"])
+    assert result.exit_code == 0, result.stderr
+    metal = (root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal").read_text()
+    assert "REGISTER_UNARY_OP(asinh, float2, float2);\nREGISTER_UNARY_OP(asinh, half2, half2);\n" in metal
+    functor = metal[metal.index("struct asinh_functor {") :]
+    functor = functor[: functor.index("\n};\n")]
+    assert "enable_if_t<is_complex_v<T>, bool> = true>" in functor
+
+
+def test_asinh_without_complex_leaves_the_complex_overload_out(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "migrate", "asinh", "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    assert "is_complex_v" not in result.stdout and "float2" not in result.stdout
