@@ -122,9 +122,13 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
     if registrations:
         first_register = index.start_of(registrations[0].location.line)
         functions_before = [m for m in _STATIC_FN.finditer(masked, 0, first_register)]
+        # a backward kernel goes right after its forward one (function and registration) when the
+        # file has it; anything else after the file's last kernel and last registration
+        forward = _forward_neighbour(stub, registrations, functions_before)
+        register_after = forward[1] if forward else registrations[-1]
         anchor = first_register
         if functions_before:
-            last = functions_before[-1]
+            last = forward[0] if forward else functions_before[-1]
             brace = masked.find("{", last.end())
             close = match_brace(masked, brace) if brace >= 0 else -1
             if 0 <= close < first_register:
@@ -134,10 +138,10 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
                 spans.append((anchor, anchor, function_text + newline))
         else:
             spans.append((anchor, anchor, function_text + newline))
-        last_register = index.end_of(registrations[-1].location.line)
+        last_register = index.end_of(register_after.location.line)
         spans.append((last_register, last_register, register_text))
         function_line = index.line_of(anchor) + 1
-        register_line = registrations[-1].location.line + 1
+        register_line = register_after.location.line + 1
     else:
         # No native section yet: open one before the namespace closes.
         ends = [m for m in _NAMESPACE_END.finditer(text) if masked[m.start()] == "}"]
@@ -159,6 +163,19 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
     ws.write(path, replace_spans(text, spans))
     ws.add_change("host-stub", Location(path, function_line), f"static void {function_name}({iterator_type} iter{', const Scalar& alpha' if alpha else ''})")
     ws.add_change("register", Location(path, register_line), register_text.strip())
+
+
+def _forward_neighbour(stub: str, registrations: list[DispatchRegistration], functions: list[re.Match]):
+    """(definition match, registration) of the forward kernel of a `<x>_backward_stub` in this
+    file, or None: `x_stub` registered here with a `static void` function defined above."""
+    if not stub.endswith("_backward_stub"):
+        return None
+    forward_stub = stub[: -len("_backward_stub")] + "_stub"
+    for registration in registrations:
+        if registration.stub == forward_stub:
+            found = [m for m in functions if m.group(1) == registration.function]
+            return (found[-1], registration) if found else None
+    return None
 
 
 def function_suffix(registrations: list[DispatchRegistration]) -> str:

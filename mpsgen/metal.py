@@ -229,7 +229,10 @@ def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, regis
         start, _ = kernel.functors[functor]
         ws.add_note(f"{Location(path, index.line_of(start))}: struct {functor}_functor already exists; kept as is")
     else:
-        if kernel.functors:
+        forward = functor.removesuffix("_backward")
+        if forward != functor and forward in kernel.functors:
+            anchor = kernel.functors[forward][1]  # a backward functor follows its forward one
+        elif kernel.functors:
             anchor = max(end for _, end in kernel.functors.values())
         elif kernel.registrations:
             anchor = index.start_of(index.line_of(min(off for _, off in kernel.registrations) - 1))

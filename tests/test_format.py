@@ -246,3 +246,22 @@ def test_register_dispatch_follows_the_files_majority(lines, style):
 
     text = "namespace at::native {\n" + "".join(line + "\n" for line in lines) + "} // namespace at::native\n"
     assert dispatch_style(text, find_registrations(text, "x.mm")) == style
+
+
+def test_a_backward_kernel_goes_next_to_its_forward_one(tmp_path):
+    root = copy_checkout(tmp_path)
+    for argv in (["migrate", "mish"], ["new-op", "glu_jvp", "--expr", "a * b * c"]):
+        assert run_cli(["-C", str(root), *argv]).exit_code == 0
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "migrate", "mish_backward"])
+    assert result.exit_code == 0, result.stderr
+    after = snapshot(root)
+    host = (root / ACTIVATION_MM).read_text()
+    assert host.index("static void mish_kernel(") < host.index("static void mish_backward_kernel(") < host.index("static void glu_jvp_kernel(")
+    assert "REGISTER_DISPATCH(mish_stub, mish_kernel);\nREGISTER_DISPATCH(mish_backward_stub, mish_backward_kernel);\n" in host
+    metal = (root / ACTIVATION_METAL).read_text()
+    assert metal.index("struct mish_functor {") < metal.index("struct mish_backward_functor {") < metal.index("struct glu_jvp_functor {")
+    assert "};\n\nstruct mish_backward_functor {" in metal and "};\n\nstruct glu_jvp_functor {" in metal
+    for rel in (ACTIVATION_MM, ACTIVATION_METAL):  # insertions only: nothing around them moved
+        old, new = before[rel].decode().splitlines(True), after[rel].decode().splitlines(True)
+        assert {tag for tag, *_ in line_opcodes(old, new)} == {"equal", "insert"}
