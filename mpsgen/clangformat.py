@@ -8,7 +8,6 @@ The executable is `clang-format` on PATH, else the one the `clang-format` Python
 
 from __future__ import annotations
 
-import difflib
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
