@@ -30,7 +30,7 @@ def _file_diff_cached(path: str, before_text: str, after_text: str, context: int
     before = before_text.splitlines(keepends=True)
     after = after_text.splitlines(keepends=True)
     out = [f"diff --git a/{path} b/{path}\n", f"--- a/{path}\n", f"+++ b/{path}\n"]
-    for group in _grouped(_opcodes(before, after), context):
+    for group in _grouped(line_opcodes(before, after), context):
         first, last = group[0], group[-1]
         out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
         for tag, i1, i2, j1, j2 in group:
@@ -42,7 +42,7 @@ def _file_diff_cached(path: str, before_text: str, after_text: str, context: int
     return "".join(out)
 
 
-def _opcodes(before: list[str], after: list[str]) -> list[tuple[str, int, int, int, int]]:
+def line_opcodes(before: list[str], after: list[str]) -> list[tuple[str, int, int, int, int]]:
     """difflib opcodes for the whole files, computed on the region between the common prefix
     and suffix only: an edit near the top of a 27,000-line file costs what a small file does."""
     limit = min(len(before), len(after))

@@ -13,18 +13,23 @@ Group names are those of `mpsgen.dtypes.GROUPS`. `int2float` and `integer` never
 both register the integer input types, with different output types.
 
 Adding an op:
-1. Write `templates/functors/<op>.metal.j2` rendering exactly one `struct {{ name }}_functor { ... };`
-   (`name` is the only variable). One `operator()` overload per kind of input, selected with
-   `::metal::enable_if_t<c10::metal::is_scalar_floating_point_v<T>>` (float/half/bfloat, returns T),
-   `c10::metal::is_scalar_integral_v<T>` (returns float for int2float, T for integer) or
-   `c10::metal::is_complex_v<T>` (float2/half2). Qualify every name (`::metal::precise::log`,
-   `c10::metal::...`): kernel files differ in their `using namespace` lines. Compute half/bfloat in
-   float, use `::metal::precise::` where CPU is precise, write float literals (`1.0f`; Metal has no
-   double) and cast explicitly back to T.
+1. Write `templates/functors/<op>.metal.j2` rendering exactly one `struct {{ name }}_functor { ... };`.
+   Variables: `name`; `metal_ns` and `c10_ns`, the kernel file's prefixes for Metal's and c10's
+   names (empty under its `using namespace metal;` / `using namespace c10::metal;`, `::metal::` and
+   `c10::metal::` otherwise): write `{{ metal_ns }}precise::log`, never a bare or a fixed
+   qualification; `groups`, the dtype groups being registered (an overload for a group not
+   registered may be left out). One `operator()` overload per kind of input, its template line
+   written by `{{ enable_if("is_scalar_floating_point_v") }}` (float/half/bfloat, returns T),
+   `"is_scalar_integral_v"` (returns float for int2float, T for integer) or `"is_complex_v"`
+   (float2/half2), from `functor_macros.j2`, which wraps it as clang-format does. Every line must be
+   clean under PyTorch's `.clang-format` (80 columns) in both spellings: keep statements short
+   (name intermediate values) rather than relying on wrapping. Compute half/bfloat in float, use
+   `precise::` where CPU is precise, write float literals (`1.0f`; Metal has no double) and cast
+   explicitly back to T.
 2. Add its table to `catalog.toml`.
 3. Add its inputs and a Python reference to `OPS` in `tests/test_catalog.py`. The test compiles the
-   rendered body against `tests/metal_shim/metal_shim.h` with g++ and checks the values for every
-   group in `supports`.
+   rendered body (in both spellings) against `tests/metal_shim/metal_shim.h` with g++ and checks
+   the values for every group in `supports`; complex ones against `cmath`.
 
 Lookup accepts the op's own name, and the `special_` spelling with or without the prefix
 (`ndtri` finds `special_ndtri`) when exactly one catalog entry matches.

@@ -153,13 +153,20 @@ class Workspace:
             self._steps.append(step)
 
     def plan(self, ops: tuple[str, ...] = ()) -> Plan:
-        edits = []
+        """The finished Plan. The lines the families added to C++/Metal files are formatted here, in
+        one place, by the checkout's `.clang-format` (nothing else of those files changes)."""
+        from mpsgen.clangformat import format_planned_texts
+
+        texts = {}
         for rel in sorted(self._overlay):
             before = self.checkout.read(rel) if self.checkout.exists(rel) else ""
-            after = self._overlay[rel]
-            if before != after:
+            if before != self._overlay[rel]:
                 path_inside(self.checkout.root, rel)
-                edits.append(FileEdit(rel, before, after, sha256_text(before)))
+                texts[rel] = (before, self._overlay[rel])
+        formatted, note = format_planned_texts(self.checkout.root, texts)
+        if note is not None:
+            self.add_note(note)
+        edits = [FileEdit(rel, before, formatted[rel], sha256_text(before)) for rel, (before, _) in texts.items()]
         return Plan(
             root=str(self.checkout.root),
             edits=tuple(edits),

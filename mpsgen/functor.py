@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
+from mpsgen.metal import NamespacePrefixes
 from mpsgen.templates import Templates
 
 OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
@@ -129,23 +130,27 @@ def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
                     f"(it handles {', '.join(entry.supports)})",
                     hint="drop that group from --dtypes, or pass --expr",
                 )
-        return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", f"functors/{entry.template}")
+        return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name)
     groups = effective_groups(dtypes) if dtypes else tuple(GROUPS)
     return Body("placeholder", groups, ("float",), "the placeholder body")
 
 
 def render_functor(templates: Templates, body: Body, *, name: str, arity: int, alpha: bool,
-                   expr: str | None, groups: tuple[str, ...]) -> FunctorChoice:
-    """The functor text for `body`, with an overload for each of `groups`."""
+                   expr: str | None, groups: tuple[str, ...],
+                   namespaces: NamespacePrefixes | None = None) -> FunctorChoice:
+    """The functor text for `body`, with an overload for each of `groups`, spelled with the kernel
+    file's namespace prefixes."""
     groups = effective_groups(groups)
     operands = operands_for(arity, alpha)
+    spelling = (namespaces or NamespacePrefixes()).template_vars()
     if body.source == "expr":
-        text = templates.render("functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands, groups=groups)
+        text = templates.render("functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
+                                groups=groups, **spelling)
     elif body.source == "catalog":
-        text = templates.render(body.template, name=name)
+        text = templates.render(body.template, name=name, groups=groups, **spelling)
     else:
         text = templates.render(
             "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
-            groups=groups, arity_word=ARITY_WORDS[arity],
+            groups=groups, arity_word=ARITY_WORDS[arity], **spelling,
         )
     return FunctorChoice(body.source, text, groups)

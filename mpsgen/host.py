@@ -85,9 +85,9 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
         kernel_name=functor,
         alpha=alpha,
     )
-    with_semicolon = sum(1 for r in registrations if _line_has_semicolon(text, index, r.location.line))
-    semicolon = registrations and with_semicolon * 2 > len(registrations)
-    register_text = templates.render("register_dispatch.mm.j2", stub=stub, function=function_name, semicolon=bool(semicolon))
+    semicolon, ampersand = dispatch_style(text, registrations)
+    register_text = templates.render("register_dispatch.mm.j2", stub=stub, function=function_name,
+                                     semicolon=semicolon, ampersand=ampersand)
     if newline != "\n":
         function_text = function_text.replace("\n", newline)
         register_text = register_text.replace("\n", newline)
@@ -96,9 +96,13 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
     if registrations:
         first_register = index.start_of(registrations[0].location.line)
         functions_before = [m for m in _STATIC_FN.finditer(masked, 0, first_register)]
+        # a backward kernel goes right after its forward one (function and registration) when the
+        # file has it; anything else after the file's last kernel and last registration
+        forward = _forward_neighbour(stub, registrations, functions_before)
+        register_after = forward[1] if forward else registrations[-1]
         anchor = first_register
         if functions_before:
-            last = functions_before[-1]
+            last = forward[0] if forward else functions_before[-1]
             brace = masked.find("{", last.end())
             close = match_brace(masked, brace) if brace >= 0 else -1
             if 0 <= close < first_register:
@@ -108,10 +112,10 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
                 spans.append((anchor, anchor, function_text + newline))
         else:
             spans.append((anchor, anchor, function_text + newline))
-        last_register = index.end_of(registrations[-1].location.line)
+        last_register = index.end_of(register_after.location.line)
         spans.append((last_register, last_register, register_text))
         function_line = index.line_of(anchor) + 1
-        register_line = registrations[-1].location.line + 1
+        register_line = register_after.location.line + 1
     else:
         # No native section yet: open one before the namespace closes.
         ends = [m for m in _NAMESPACE_END.finditer(text) if masked[m.start()] == "}"]
@@ -132,7 +136,20 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
         function_line = register_line = index.line_of(anchor)
     ws.write(path, replace_spans(text, spans))
     ws.add_change("host-stub", Location(path, function_line), f"static void {function_name}({iterator_type} iter{', const Scalar& alpha' if alpha else ''})")
-    ws.add_change("register", Location(path, register_line), f"REGISTER_DISPATCH({stub}, &{function_name})")
+    ws.add_change("register", Location(path, register_line), register_text.strip())
+
+
+def _forward_neighbour(stub: str, registrations: list[DispatchRegistration], functions: list[re.Match]):
+    """(definition match, registration) of the forward kernel of a `<x>_backward_stub` in this
+    file, or None: `x_stub` registered here with a `static void` function defined above."""
+    if not stub.endswith("_backward_stub"):
+        return None
+    forward_stub = stub[: -len("_backward_stub")] + "_stub"
+    for registration in registrations:
+        if registration.stub == forward_stub:
+            found = [m for m in functions if m.group(1) == registration.function]
+            return (found[-1], registration) if found else None
+    return None
 
 
 def function_suffix(registrations: list[DispatchRegistration]) -> str:
@@ -148,5 +165,11 @@ def function_suffix(registrations: list[DispatchRegistration]) -> str:
     return max(counts, key=lambda k: (counts[k], k == "_mps_kernel")) if counts else "_mps_kernel"
 
 
-def _line_has_semicolon(text: str, index: LineIndex, line: int) -> bool:
-    return text[index.start_of(line) : index.end_of(line)].rstrip().endswith(";")
+def dispatch_style(text: str, registrations: list[DispatchRegistration]) -> tuple[bool, bool]:
+    """(semicolon, ampersand): whether most of the file's REGISTER_DISPATCH lines end in `;` and
+    pass the function as `&fn`. Ties, and a file without registrations, take `&fn` without `;`."""
+    index = LineIndex(text)
+    lines = [text[index.start_of(r.location.line) : index.end_of(r.location.line)].strip() for r in registrations]
+    with_semicolon = sum(1 for line in lines if line.endswith(";"))
+    without_ampersand = sum(1 for line in lines if re.search(r",\s*\w+\s*\)", line))
+    return with_semicolon * 2 > len(lines), without_ampersand * 2 <= len(lines)

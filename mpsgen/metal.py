@@ -25,6 +25,29 @@ BINARY_GROUP_MACROS = {
 }
 
 
+_USING_NAMESPACE = re.compile(r"^using[ \t]+namespace[ \t]+(?:::)?((?:c10::)?metal)[ \t]*;", re.M)
+
+
+@dataclass(frozen=True)
+class NamespacePrefixes:
+    """How a kernel file spells Metal's and c10's names: empty under its file-level
+    `using namespace metal;` / `using namespace c10::metal;`, qualified otherwise."""
+
+    metal: str = "::metal::"
+    c10: str = "c10::metal::"
+
+    def template_vars(self) -> dict[str, str]:
+        """The variables every functor template gets: `metal_ns` and `c10_ns`."""
+        return {"metal_ns": self.metal, "c10_ns": self.c10}
+
+
+def namespace_prefixes(text: str) -> NamespacePrefixes:
+    """The prefixes new code in this .metal file takes, read from its `using namespace` lines at
+    file level (column 0, outside comments)."""
+    used = set(_USING_NAMESPACE.findall(mask_code(text)))
+    return NamespacePrefixes("" if "metal" in used else "::metal::", "" if "c10::metal" in used else "c10::metal::")
+
+
 @dataclass(frozen=True)
 class Registration:
     macro: str
@@ -120,14 +143,6 @@ def _continued(masked: str, offset: int) -> bool:
     return previous.endswith("\\")
 
 
-def available_macros(ws: Workspace, kernel: KernelFile) -> frozenset[str]:
-    """REGISTER_* macros this checkout defines in c10/metal/*.h, plus the kernel file's own."""
-    names = set(kernel.own_macros)
-    for rel in ws.checkout.glob(C10_METAL_DIR, "*.h"):
-        names.update(_DEFINE.findall(ws.read(rel)))
-    return frozenset(names)
-
-
 def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...], macros: frozenset[str], path: str) -> list[Registration]:
     """The REGISTER_* lines that instantiate `name`'s functor for the dtype groups."""
     out: list[Registration] = []
@@ -159,40 +174,6 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
     return out
 
 
-_GROUP_OF_MACRO = {macro: group for group, macro in BINARY_GROUP_MACROS.items()}
-_FLOAT_TYPES = {"float", "half", "bfloat"}
-_INT_TYPES = {"long", "int", "short", "uchar", "char"}
-
-
-def registered_groups(kernel: KernelFile, name: str) -> tuple[str, ...]:
-    """The dtype groups a functor is registered for in this file, read back from its REGISTER_*
-    lines (group macros, or the input/output types of the base macros)."""
-    from mpsgen.dtypes import GROUPS
-
-    found = set()
-    for reg, _ in kernel.registrations:
-        if not reg.args or reg.args[0] != name:
-            continue
-        if reg.macro in _GROUP_OF_MACRO:
-            found.add(_GROUP_OF_MACRO[reg.macro])
-            continue
-        if len(reg.args) < 3:
-            continue
-        dtype_in, dtype_out = reg.args[1], reg.args[-1]
-        if dtype_in in _FLOAT_TYPES:
-            found.add("float")
-        elif dtype_in in ("float2", "half2"):
-            found.add("complex")
-        elif dtype_in in _INT_TYPES or dtype_in == "bool":
-            if dtype_out in _FLOAT_TYPES:
-                found.add("int2float")
-            elif dtype_in == "bool" and dtype_out == "bool":
-                found.add("bool")
-            else:
-                found.add("integer")
-    return tuple(g for g in GROUPS if g in found)
-
-
 def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, registrations: list[Registration]) -> None:
     """Add `functor_text` after the file's last functor and the registrations after its last
     registration line (the file keeps one registration block), skipping what is already there."""
@@ -206,7 +187,10 @@ def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, regis
         start, _ = kernel.functors[functor]
         ws.add_note(f"{Location(path, index.line_of(start))}: struct {functor}_functor already exists; kept as is")
     else:
-        if kernel.functors:
+        forward = functor.removesuffix("_backward")
+        if forward != functor and forward in kernel.functors:
+            anchor = kernel.functors[forward][1]  # a backward functor follows its forward one
+        elif kernel.functors:
             anchor = max(end for _, end in kernel.functors.values())
         elif kernel.registrations:
             anchor = index.start_of(index.line_of(min(off for _, off in kernel.registrations) - 1))

@@ -15,7 +15,7 @@ def plan_native_kernel(views: Views, templates: Templates, spec: OpSpec, options
     from mpsgen.dispatch import plan_dispatch
     from mpsgen.functor import Body, find_body, render_functor
     from mpsgen.host import plan_host
-    from mpsgen.metal import plan_kernel, registrations_for
+    from mpsgen.metal import namespace_prefixes, plan_kernel, registrations_for
     from mpsgen.rules import choose_groups
 
     ws = views.ws
@@ -49,7 +49,7 @@ def plan_native_kernel(views: Views, templates: Templates, spec: OpSpec, options
         text, registrations = "", []
     else:
         choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
-                                expr=options.expr, groups=groups)
+                                expr=options.expr, groups=groups, namespaces=namespace_prefixes(ws.read(spec.kernel_file)))
         text = choice.text
         macros = kernel.file.own_macros | views.c10_register_macros()
         registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
@@ -57,7 +57,8 @@ def plan_native_kernel(views: Views, templates: Templates, spec: OpSpec, options
     plan_kernel(ws, spec.kernel_file, spec.functor, text, registrations)
     if body.source == "placeholder" and spec.functor not in kernel.file.functors:
         after = ws.read(spec.kernel_file)
-        line = after[: after.find(f"#error \"mpsgen: write the body of {spec.functor}_functor")].count("\n") + 1
+        struct = after.find(f"struct {spec.functor}_functor {{")
+        line = after[: after.find("#error", struct)].count("\n") + 1
         ws.add_note(f"{Location(spec.kernel_file, line)}: fill in the body of {spec.functor}_functor (the #error stops the build there until you do)")
     plan_host(
         ws, templates, spec.host_file, stub=spec.stub.name, functor=spec.functor, arity=spec.arity,

@@ -12,6 +12,22 @@ from click.testing import CliRunner
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_CHECKOUT = REPO / "fixtures" / "pytorch"
 GOLDEN = Path(__file__).resolve().parent / "golden"
+# PyTorch's own .clang-format, kept beside the repository (never inside it: it is PyTorch's text).
+PYTORCH_CLANG_FORMAT = REPO.parent / "shared" / "data" / "pytorch.clang-format"
+
+
+def pytorch_clang_format() -> tuple[str, Path]:
+    """(clang-format executable, PyTorch's style file); skips the test, saying why, without them."""
+    import pytest
+
+    from mpsgen.clangformat import INSTALL_HINT, find_executable
+
+    executable = find_executable()
+    if executable is None:
+        pytest.skip(f"no clang-format executable found ({INSTALL_HINT})")
+    if not PYTORCH_CLANG_FORMAT.is_file():
+        pytest.skip(f"{PYTORCH_CLANG_FORMAT} is absent (CI clones shared/ beside the repository)")
+    return executable, PYTORCH_CLANG_FORMAT
 
 
 def copy_checkout(tmp_path: Path, source: Path = FIXTURE_CHECKOUT) -> Path:

@@ -24,6 +24,7 @@ import pytest
 from mpsgen.catalog import CatalogEntry, load_catalog, lookup
 from mpsgen.dtypes import GROUPS, METAL_INPUT_TYPES
 from mpsgen.errors import MpsgenError
+from mpsgen.metal import NamespacePrefixes
 from mpsgen.templates import Templates
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"
@@ -86,11 +87,19 @@ def ref_hypot(a, b):
     return math.hypot(a, b)
 
 
+def ref_asinh(x):
+    return cmath.asinh(x) if isinstance(x, complex) else math.asinh(x)
+
+
 def ref_acosh(x):
+    if isinstance(x, complex):
+        return cmath.acosh(x)
     return NAN if math.isnan(x) or x < 1 else math.acosh(x)
 
 
 def ref_atanh(x):
+    if isinstance(x, complex):
+        return cmath.atanh(x)
     if math.isnan(x) or abs(x) > 1:
         return NAN
     if abs(x) == 1:
@@ -271,15 +280,41 @@ OPS: dict[str, OpCase] = {
         BIN_INTS,
         exact=True,
     ),
-    "asinh": OpCase(math.asinh, [(0.0,), (0.5,), (-2.0,), (1e-4,), (100.0,), (-1e10,), (INF,), (NAN,)], UN_INTS),
-    "acosh": OpCase(ref_acosh, [(1.0,), (1.5,), (10.0,), (1e10,), (0.5,), (-2.0,), (INF,), (NAN,)], UN_INTS),
-    "atanh": OpCase(ref_atanh, [(0.0,), (0.5,), (-0.75,), (1e-4,), (1.0,), (-1.0,), (2.0,), (NAN,)], UN_INTS),
+    "asinh": OpCase(
+        ref_asinh,
+        [(0.0,), (0.5,), (-2.0,), (1e-4,), (100.0,), (-1e10,), (INF,), (NAN,)],
+        UN_INTS,
+        # branch cuts (imaginary axis beyond +-i, both signs of a zero real part), tiny, huge, inf, NaN
+        complex=[(0.5 + 0.25j,), (-2 + 3j,), (1e-4 - 2e-4j,), (complex(0.0, 2.0),), (complex(-0.0, 2.0),),
+                 (complex(0.0, -2.0),), (complex(-0.0, -2.0),), (complex(0.0, 0.5),), (-5 + 0j,), (0.75 + 1j,),
+                 (1e10 + 1e10j,), (-3e20 + 1j,), (1e-30 + 1e-30j,), (complex(INF, 1.0),), (complex(1.0, INF),),
+                 (complex(NAN, 1.0),)],
+    ),
+    "acosh": OpCase(
+        ref_acosh,
+        [(1.0,), (1.5,), (10.0,), (1e10,), (0.5,), (-2.0,), (INF,), (NAN,)],
+        UN_INTS,
+        # branch cut (real axis below 1, both signs of a zero imaginary part), near 1, tiny, huge, inf, NaN
+        complex=[(0.5 + 0j,), (complex(0.5, -0.0),), (-5 + 0j,), (complex(-5.0, -0.0),), (2 + 3j,), (-2 - 3j,),
+                 (1 + 1e-3j,), (complex(1.0, 0.0),), (1e-4 + 1e-4j,), (0.25 - 0.5j,), (1e10 - 1e10j,),
+                 (complex(-1e20, 1.0),), (complex(INF, 1.0),), (complex(-INF, 1.0),), (complex(NAN, 0.0),)],
+    ),
+    "atanh": OpCase(
+        ref_atanh,
+        [(0.0,), (0.5,), (-0.75,), (1e-4,), (1.0,), (-1.0,), (2.0,), (NAN,)],
+        UN_INTS,
+        # branch cuts (real axis beyond +-1, both signs of a zero imaginary part), tiny, huge, inf, NaN
+        complex=[(0.5 + 0.5j,), (complex(2.0, 0.0),), (complex(2.0, -0.0),), (complex(-3.0, 0.0),),
+                 (complex(-3.0, -0.0),), (1e-4 - 1e-4j,), (0.875 + 1e-3j,), (-0.5 + 2j,), (1e10 + 1j,),
+                 (-1e20 - 1e20j,), (complex(0.0, 1e30),), (complex(INF, 1.0),), (complex(NAN, 1.0),)],
+    ),
     "frac": OpCase(ref_frac, [(2.75,), (-2.75,), (0.5,), (-0.0,), (3.0,), (-3.0,), (1e10,), (INF,), (NAN,)], exact=True),
     "sgn": OpCase(
         ref_sgn,
         [(2.5,), (-0.5,), (0.0,), (-0.0,), (INF,), (-INF,), (NAN,)],
         UN_INTS,
-        complex=[(3 + 4j,), (-1 - 1j,), (0j,), (1e-20 + 1e-20j,), (1e20 - 1e20j,), (-2 + 0j,), (complex(0, -5),)],
+        complex=[(3 + 4j,), (-1 - 1j,), (0j,), (complex(-0.0, -0.0),), (1e-20 + 1e-20j,), (1e20 - 1e20j,), (-2 + 0j,),
+                 (complex(0, -5),), (3e38 + 3e38j,), (complex(INF, 1.0),), (complex(NAN, 1.0),)],
     ),
     "sign": OpCase(ref_sign, [(2.5,), (-0.5,), (0.0,), (-0.0,), (INF,), (-INF,), (NAN,)], UN_INTS, exact=True),
     "special_ndtri": OpCase(
@@ -390,8 +425,15 @@ def test_invalid_catalog_is_refused_with_its_location(tmp_path, body, message):
 # ---- rendering -----------------------------------------------------------------------------------
 
 
-def render(op: str) -> str:
-    return Templates().render(CATALOG[op].template_name, name=op)
+# The two ways a kernel file spells Metal's names: under its `using namespace metal;` and
+# `using namespace c10::metal;` lines (as upstream kernel files are), or qualified in full.
+SPELLINGS = {"qualified": NamespacePrefixes(), "short": NamespacePrefixes("", "")}
+USING_LINES = "using namespace metal;\nusing namespace c10::metal;\n"
+
+
+def render(op: str, spelling: str = "qualified", name: str | None = None) -> str:
+    return Templates().render(CATALOG[op].template_name, name=name or op, groups=CATALOG[op].supports,
+                              **SPELLINGS[spelling].template_vars())
 
 
 def _mask_comments(text: str) -> str:
@@ -416,7 +458,27 @@ def test_template_renders_exactly_one_functor(op):
 
 @pytest.mark.parametrize("op", sorted(CATALOG))
 def test_template_uses_the_given_name(op):
-    assert Templates().render(CATALOG[op].template_name, name="other").lstrip().startswith("struct other_functor {")
+    assert render(op, name="other").lstrip().startswith("struct other_functor {")
+
+
+@pytest.mark.parametrize("op", sorted(CATALOG))
+def test_short_spelling_names_nothing_by_namespace_and_qualified_spelling_everything(op):
+    short, qualified = render(op, "short"), render(op, "qualified")
+    assert "metal::" not in _mask_comments(short)
+    assert re.findall(r"(?<![:\w])(enable_if_t|precise::|is_\w+_v)\b", _mask_comments(qualified)) == []
+    assert short != qualified
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+@pytest.mark.parametrize("op", sorted(CATALOG))
+def test_body_is_clean_under_pytorchs_clang_format_in_both_spellings(op, spelling):
+    from mpsgen.clangformat import lines_to_rewrite, replacements
+    from support import pytorch_clang_format
+
+    executable, style = pytorch_clang_format()
+    text = render(op, spelling)
+    found = replacements(text, [(1, text.count("\n"))], executable=executable, style=style, rel=f"{op}.metal")
+    assert [text.splitlines()[line - 1] for line in lines_to_rewrite(text, found)] == []
 
 
 @pytest.mark.parametrize("op", sorted(CATALOG))
@@ -457,10 +519,12 @@ def _cpp_array(name: str, values) -> str:
     return f"static const double {name}[] = {{{', '.join(lit(v) for v in values)}}};"
 
 
-def build_program() -> str:
+def build_program(spelling: str = "qualified") -> str:
     lines = ['#include "harness.h"', ""]
+    if spelling == "short":
+        lines.append(USING_LINES)
     for op in sorted(CATALOG):
-        lines.append(render(op))
+        lines.append(render(op, spelling))
     lines.append("int main() {")
     for op in sorted(CATALOG):
         entry = CATALOG[op]
@@ -499,14 +563,16 @@ class Result:
     output: object
 
 
-@pytest.fixture(scope="module")
-def shim_run(tmp_path_factory):
+@pytest.fixture(scope="module", params=sorted(SPELLINGS))
+def shim_run(request, tmp_path_factory):
+    """The rendered catalog compiled and run, once per namespace spelling (the short one under
+    the `using namespace` lines a kernel file would have)."""
     compiler = shutil.which("g++")
     if compiler is None:
         pytest.skip("g++ is not installed: the functor bodies cannot be compiled and run without it")
-    work = tmp_path_factory.mktemp("shim")
+    work = tmp_path_factory.mktemp(f"shim-{request.param}")
     source = work / "functors.cpp"
-    source.write_text(build_program(), encoding="utf-8")
+    source.write_text(build_program(request.param), encoding="utf-8")
     binary = work / "functors"
     # -Werror=double-promotion: no double math hidden in float code (Metal has no double).
     # -Werror=float-conversion: every narrowing float conversion in a body is written as a cast.
@@ -557,7 +623,9 @@ def _close(got, want, rtol, atol) -> bool:
         if cmath.isnan(want):
             return cmath.isnan(got)
         if cmath.isinf(want):
-            return got == want
+            # an infinite part must match exactly, a finite one (an angle, say) to the tolerance
+            return all(g == w if math.isinf(w) else abs(g - w) <= atol + rtol * abs(w)
+                       for g, w in ((got.real, want.real), (got.imag, want.imag)))
         return abs(got - want) <= atol + rtol * abs(want)
     if math.isnan(want):
         return math.isnan(got)

@@ -138,3 +138,34 @@ def test_undelimitable_legacy_definition_is_refused_with_its_line(tmp_path):
     assert result.exit_code == 2
     assert f"{OPERATIONS}/BinaryOps.mm:" in result.stderr
     assert snapshot(root) == before
+
+
+def test_asinh_with_complex_registers_float2_half2_and_renders_the_complex_overload(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "migrate", "asinh", "--dtypes", "float,int2float,complex"])
+    assert result.exit_code == 0, result.stderr
+    metal = (root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal").read_text()
+    assert "REGISTER_UNARY_OP(asinh, float2, float2);\nREGISTER_UNARY_OP(asinh, half2, half2);\n" in metal
+    functor = metal[metal.index("struct asinh_functor {") :]
+    functor = functor[: functor.index("\n};\n")]
+    assert "enable_if_t<is_complex_v<T>, bool> = true>" in functor
+
+
+def test_asinh_without_complex_is_refused_since_the_tests_expect_complex(tmp_path):
+    root = copy_checkout(tmp_path)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "migrate", "asinh", "--dtypes", "float,int2float"])
+    assert result.exit_code == 2
+    assert "would lose complex64" in result.stderr and "--dtypes float,int2float,complex" in result.stderr
+    assert snapshot(root) == before
+
+
+def test_catalog_body_renders_the_complex_overload_only_when_complex_is_registered():
+    from mpsgen.functor import find_body, render_functor
+    from mpsgen.templates import Templates
+
+    body = find_body(op="asinh", name="asinh", arity=1, alpha=False, expr=None, dtypes=None)
+    without = render_functor(Templates(), body, name="asinh", arity=1, alpha=False, expr=None, groups=("float", "int2float"))
+    with_complex = render_functor(Templates(), body, name="asinh", arity=1, alpha=False, expr=None,
+                                  groups=("float", "int2float", "complex"))
+    assert "is_complex_v" not in without.text and "is_complex_v" in with_complex.text

@@ -255,6 +255,18 @@ def _check_balance(views: Views, f: OpFacts):
     return out
 
 
+def _check_format(views: Views, f: OpFacts):
+    from mpsgen.formatcheck import format_problems, op_line_ranges
+
+    if f.host is None:
+        return "no host function to read (see stub-registration)"
+    ranges = op_line_ranges(views, f)
+    result = format_problems(views.checkout.root, {rel: views.ws.read(rel) for rel in ranges}, ranges)
+    if isinstance(result, str):
+        return result
+    return [Finding("format", f.op, p.location, p.message, p.hint) for p in result]
+
+
 CHECKS: tuple[tuple[str, CheckFn], ...] = (
     ("yaml-dispatch", _check_yaml),
     ("stub-registration", _check_stub),
@@ -264,5 +276,6 @@ CHECKS: tuple[tuple[str, CheckFn], ...] = (
     ("legacy", _check_legacy),
     ("test-lists", _check_test_lists),
     ("balance", _check_balance),
+    ("format", _check_format),
 )
 STATIC_CHECKS = tuple(name for name, _ in CHECKS)

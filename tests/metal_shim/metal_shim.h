@@ -19,6 +19,11 @@
 #include <cstring>
 #include <type_traits>
 
+// ---- constants Metal predefines (float) -------------------------------------------------------
+#define M_PI_F 3.14159265358979323846f
+#define M_PI_2_F 1.57079632679489661923f
+#define M_LN2_F 0.69314718055994530942f
+
 // ---- scalar types -------------------------------------------------------------------------------
 using half = _Float16;
 using uchar = unsigned char;

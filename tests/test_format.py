@@ -1,0 +1,268 @@
+"""Code mpsgen adds is clean under PyTorch's own clang-format rules; where the checkout has a
+`.clang-format` and a clang-format executable is found, mpsgen formats exactly the lines it adds;
+verify's `format` check reads the op's own lines."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import test_migrate
+import test_newop
+from mpsgen.apply import line_opcodes
+from mpsgen.clangformat import Formatter, added_line_ranges, lines_to_rewrite, replacements
+from support import FIXTURE_CHECKOUT, PYTORCH_CLANG_FORMAT, copy_checkout, pytorch_clang_format, run_cli, snapshot
+
+MPS = "aten/src/ATen/native/mps"
+BINARY_METAL = f"{MPS}/kernels/BinaryKernel.metal"
+ACTIVATION_METAL = f"{MPS}/kernels/ActivationKernel.metal"
+ACTIVATION_MM = f"{MPS}/operations/ActivationKernel.mm"
+LONG_EXPR = "sqrt(a * a + b * b) + 0.0f * (a + b + a + b + a + b + a + b + a + b + a + b + a)"
+
+GOLDEN_CASES = [("new-op", name, argv) for name, (argv, _) in sorted(test_newop.CASES.items())]
+GOLDEN_CASES += [("migrate", name, argv) for name, argv in sorted(test_migrate.CASES.items())]
+REAL_CASES = [
+    ("migrate", ["mish", "mish_backward"]),
+    ("migrate", ["acosh", "asinh", "atanh"]),
+    ("migrate", ["sigmoid_backward", "tanh_backward"]),
+    ("migrate", ["sgn"]),
+    ("new-op", ["special_ndtri"]),
+    ("new-op", ["heaviside"]),
+]
+
+
+def added_lines_to_rewrite(before: dict[str, bytes], after: dict[str, bytes]) -> tuple[int, list[str]]:
+    """(number of C++/Metal lines added, `path:line: text` of those clang-format would rewrite)
+    between two snapshots, by PyTorch's style file."""
+    executable, style = pytorch_clang_format()
+    added, bad = 0, []
+    for rel in sorted(after):
+        if before.get(rel) == after[rel] or not rel.endswith((".metal", ".mm")):
+            continue
+        old, new = before.get(rel, b"").decode(), after[rel].decode()
+        ranges = added_line_ranges(old, new)
+        added += sum(b - a + 1 for a, b in ranges)
+        found = replacements(new, ranges, executable=executable, style=style, rel=rel)
+        bad += [f"{rel}:{line}: {new.splitlines()[line - 1]}" for line in lines_to_rewrite(new, found)]
+    return added, bad
+
+
+# ---- what the templates write, as they stand ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("command", "case", "argv"), GOLDEN_CASES, ids=[f"{c}-{n}" for c, n, _ in GOLDEN_CASES])
+def test_every_golden_case_adds_only_lines_clang_format_leaves_alone(tmp_path, command, case, argv):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)  # no .clang-format: mpsgen formats nothing, the templates stand alone
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), command, *argv])
+    assert result.exit_code == 0, result.stderr
+    added, bad = added_lines_to_rewrite(before, snapshot(root))
+    assert added > 0
+    assert bad == []
+
+
+@pytest.fixture
+def real_checkout(tmp_path, real_torch_files):
+    root = tmp_path / "pytorch"
+    shutil.copytree(real_torch_files, root)
+    for sub in ("kernels", "operations"):
+        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True)
+    return root
+
+
+@pytest.mark.realfiles
+@pytest.mark.parametrize(("command", "ops"), REAL_CASES, ids=[f"{c}-{'-'.join(o)}" for c, o in REAL_CASES])
+def test_real_size_checkout_cases_add_only_clean_lines(real_checkout, command, ops):
+    pytorch_clang_format()
+    before = snapshot(real_checkout)
+    result = run_cli(["-C", str(real_checkout), command, *ops])
+    assert result.exit_code == 0, result.stderr
+    added, bad = added_lines_to_rewrite(before, snapshot(real_checkout))
+    assert added > 0
+    assert bad == []
+
+
+# ---- formatting the added lines -----------------------------------------------------------------
+
+
+def test_added_line_ranges_are_the_plus_lines_of_the_diff():
+    before = "a\nb\nc\n"
+    assert added_line_ranges(before, "a\nx\ny\nb\nc\nz\n") == [(2, 3), (6, 6)]
+    assert added_line_ranges(before, "a\nB\nc\n") == [(2, 2)]
+    assert added_line_ranges(before, before) == []
+
+
+def test_formatter_rewrites_only_the_added_lines(tmp_path):
+    pytorch_clang_format()
+    shutil.copy(PYTORCH_CLANG_FORMAT, tmp_path / ".clang-format")
+    before = "int f(int a) {\n  return a+1;\n}\n"
+    after = "int f(int a) {\n  return a+1;\n}\nint g(int a) {\n    return a*2;\n}\n"
+    formatted = Formatter.for_checkout(tmp_path).format_added("x.cpp", before, after)
+    assert formatted == "int f(int a) {\n  return a+1;\n}\nint g(int a) {\n  return a * 2;\n}\n"
+
+
+def test_a_checkout_without_clang_format_file_is_left_alone_and_told(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "new-op", "hypot", "--expr", LONG_EXPR, "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    assert "added C++/Metal lines left as the templates write them: the checkout has no .clang-format" in result.stderr
+    assert "+    return static_cast<T>(" + LONG_EXPR + ");\n" in result.stdout
+
+
+def test_with_the_checkouts_clang_format_long_added_lines_are_wrapped_and_nothing_else_moves(tmp_path):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)
+    shutil.copy(PYTORCH_CLANG_FORMAT, root / ".clang-format")
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "new-op", "hypot", "--expr", LONG_EXPR])
+    assert result.exit_code == 0, result.stderr
+    after = snapshot(root)
+    metal = after[BINARY_METAL].decode()
+    assert "    return static_cast<T>(\n        sqrt(a * a + b * b) +\n" in metal
+    added, bad = added_lines_to_rewrite(before, after)
+    assert added > 0 and bad == []
+    for rel in after:
+        if before.get(rel) != after[rel] and rel.endswith((".metal", ".mm")):
+            old, new = before[rel].decode().splitlines(True), after[rel].decode().splitlines(True)
+            # every line that was there is still there, in order: only insertions
+            assert {tag for tag, *_ in line_opcodes(old, new)} <= {"equal", "insert"}, rel
+    again = run_cli(["-C", str(root), "new-op", "hypot", "--expr", LONG_EXPR])
+    assert again.exit_code == 0
+    assert snapshot(root) == after
+
+
+def test_a_misformatted_neighbour_of_the_added_lines_stays_as_it_is(tmp_path):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)
+    shutil.copy(PYTORCH_CLANG_FORMAT, root / ".clang-format")
+    metal = root / ACTIVATION_METAL
+    ugly = metal.read_text().replace("struct hardsigmoid_functor {", "struct   hardsigmoid_functor{")
+    metal.write_text(ugly)
+    result = run_cli(["-C", str(root), "migrate", "mish"])
+    assert result.exit_code == 0, result.stderr
+    assert "struct   hardsigmoid_functor{" in metal.read_text()
+
+
+# ---- verify's format check ----------------------------------------------------------------------
+
+
+def _format_result(root, op):
+    from mpsgen.checkout import Checkout
+    from mpsgen.verify import static_checks
+
+    return next(r for r in static_checks(Checkout(root), (op,)) if r.check == "format")
+
+
+def test_verify_format_passes_after_migrate_and_names_the_ops_own_misformatted_lines(tmp_path):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)
+    shutil.copy(PYTORCH_CLANG_FORMAT, root / ".clang-format")
+    assert run_cli(["-C", str(root), "migrate", "mish"]).exit_code == 0
+    assert _format_result(root, "mish").status == "passed"
+    metal, host = root / ACTIVATION_METAL, root / ACTIVATION_MM
+    metal.write_text(metal.read_text()
+                     .replace("f * precise::tanh(softplus_(f))", "f*precise::tanh(softplus_(f))")
+                     .replace("struct hardsigmoid_functor {", "struct   hardsigmoid_functor{"))
+    host.write_text(host.read_text().replace('lib.exec_unary_kernel(iter, "mish");', 'lib.exec_unary_kernel(iter,"mish");'))
+    result = _format_result(root, "mish")
+    assert result.status == "failed"
+    lines = {(f.location.path, f.location.line) for f in result.findings}
+    metal_line = next(i for i, t in enumerate(metal.read_text().splitlines(), 1) if "f*precise" in t)
+    host_line = next(i for i, t in enumerate(host.read_text().splitlines(), 1) if 'iter,"mish"' in t)
+    assert lines == {(ACTIVATION_METAL, metal_line), (ACTIVATION_MM, host_line)}
+    finding = next(f for f in result.findings if f.location.path == ACTIVATION_METAL)
+    assert str(finding) == (f"{ACTIVATION_METAL}:{metal_line}: clang-format would rewrite this line "
+                            f"(run clang-format -i --lines={metal_line}:{metal_line} {ACTIVATION_METAL} "
+                            "(the checkout's .clang-format))")
+
+
+def test_verify_format_is_skipped_with_the_reason_without_a_clang_format_file(tmp_path):
+    root = copy_checkout(tmp_path)
+    assert run_cli(["-C", str(root), "migrate", "mish"]).exit_code == 0
+    result = _format_result(root, "mish")
+    assert (result.status, result.reason) == ("skipped", "the checkout has no .clang-format at its root")
+
+
+def test_verify_format_is_skipped_with_the_reason_without_an_executable(tmp_path, monkeypatch):
+    import mpsgen.clangformat
+
+    root = copy_checkout(tmp_path)
+    shutil.copy(FIXTURE_CHECKOUT / "aten/src/ATen/native/native_functions.yaml", root / ".clang-format")
+    monkeypatch.setattr(mpsgen.clangformat, "find_executable", lambda: None)
+    result = _format_result(root, "logaddexp")
+    assert result.status == "skipped"
+    assert result.reason.startswith("no clang-format executable found (pip install")
+
+
+# ---- the generated shapes themselves ------------------------------------------------------------
+
+SPELLINGS = {"short": ("", ""), "qualified": ("::metal::", "c10::metal::")}
+SHAPES = [
+    (source, arity, alpha, groups)
+    for source in ("expr", "placeholder")
+    for arity in (1, 2, 3)
+    for alpha in (False, True)
+    for groups in (("float", "int2float", "complex"), ("float", "integer", "bool"))
+]
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+@pytest.mark.parametrize(("source", "arity", "alpha", "groups"), SHAPES)
+def test_expr_and_placeholder_functors_are_clean_in_both_spellings(source, arity, alpha, groups, spelling):
+    from mpsgen.functor import find_body, operands_for, render_functor
+    from mpsgen.metal import NamespacePrefixes
+    from mpsgen.templates import Templates
+
+    executable, style = pytorch_clang_format()
+    expr = " + ".join(operands_for(arity, alpha)) if source == "expr" else None
+    body = find_body(op="my_op", name="my_op", arity=arity, alpha=alpha, expr=expr, dtypes=groups)
+    choice = render_functor(Templates(), body, name="my_op", arity=arity, alpha=alpha, expr=expr, groups=groups,
+                            namespaces=NamespacePrefixes(*SPELLINGS[spelling]))
+    assert choice.source == source
+    text = choice.text
+    found = replacements(text, [(1, text.count("\n"))], executable=executable, style=style, rel="x.metal")
+    assert [text.splitlines()[line - 1] for line in lines_to_rewrite(text, found)] == []
+    assert "mpsgen" not in text or source == "placeholder"  # no tool stamp in finished code
+
+
+def test_namespace_prefixes_follow_the_files_using_lines():
+    from mpsgen.metal import NamespacePrefixes, namespace_prefixes
+
+    assert namespace_prefixes("#include <metal_stdlib>\nusing namespace metal;\nusing namespace c10::metal;\n") == NamespacePrefixes("", "")
+    assert namespace_prefixes("using namespace metal;\n") == NamespacePrefixes("", "c10::metal::")
+    assert namespace_prefixes("// using namespace metal;\nstruct x {};\n") == NamespacePrefixes()
+    assert namespace_prefixes("namespace a {\n  using namespace metal;\n}\n") == NamespacePrefixes()
+
+
+@pytest.mark.parametrize(("lines", "style"), [
+    (["REGISTER_DISPATCH(a_stub, &a_kernel)", "REGISTER_DISPATCH(b_stub, &b_kernel)"], (False, True)),
+    (["REGISTER_DISPATCH(a_stub, a_kernel);", "REGISTER_DISPATCH(b_stub, b_kernel);"], (True, False)),
+    (["REGISTER_DISPATCH(a_stub, a_kernel);", "REGISTER_DISPATCH(b_stub, b_kernel);", "REGISTER_DISPATCH(c_stub, &c_kernel)"], (True, False)),
+    ([], (False, True)),
+])
+def test_register_dispatch_follows_the_files_majority(lines, style):
+    from mpsgen.host import dispatch_style, find_registrations
+
+    text = "namespace at::native {\n" + "".join(line + "\n" for line in lines) + "} // namespace at::native\n"
+    assert dispatch_style(text, find_registrations(text, "x.mm")) == style
+
+
+def test_a_backward_kernel_goes_next_to_its_forward_one(tmp_path):
+    root = copy_checkout(tmp_path)
+    for argv in (["migrate", "mish"], ["new-op", "glu_jvp", "--expr", "a * b * c"]):
+        assert run_cli(["-C", str(root), *argv]).exit_code == 0
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "migrate", "mish_backward"])
+    assert result.exit_code == 0, result.stderr
+    after = snapshot(root)
+    host = (root / ACTIVATION_MM).read_text()
+    assert host.index("static void mish_kernel(") < host.index("static void mish_backward_kernel(") < host.index("static void glu_jvp_kernel(")
+    assert "REGISTER_DISPATCH(mish_stub, mish_kernel);\nREGISTER_DISPATCH(mish_backward_stub, mish_backward_kernel);\n" in host
+    metal = (root / ACTIVATION_METAL).read_text()
+    assert metal.index("struct mish_functor {") < metal.index("struct mish_backward_functor {") < metal.index("struct glu_jvp_functor {")
+    assert "};\n\nstruct mish_backward_functor {" in metal and "};\n\nstruct glu_jvp_functor {" in metal
+    for rel in (ACTIVATION_MM, ACTIVATION_METAL):  # insertions only: nothing around them moved
+        old, new = before[rel].decode().splitlines(True), after[rel].decode().splitlines(True)
+        assert {tag for tag, *_ in line_opcodes(old, new)} == {"equal", "insert"}
