@@ -191,7 +191,7 @@ def _finish(plan, command, dry_run, as_json, require_clean=False) -> int:
         else:
             sys.stdout.write(diff)
             sys.stdout.flush()
-    from mpsgen.report import render_summary
+    from mpsgen.render.summary import render_summary
 
     render_summary(plan, command=command, dry_run=dry_run, to_stderr=dry_run)
     return 0
@@ -247,7 +247,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
                                 timeout=timeout, assume_mps=assume_mps, log_dir=log_dir)
         report = _with_progress(lambda progress: run_verify(checkout, selected, options, progress), as_json)
         if junit_xml:
-            from mpsgen.junit import report_to_junit
+            from mpsgen.render.junit import report_to_junit
 
             try:
                 with open(junit_xml, "w", encoding="utf-8") as handle:
@@ -255,11 +255,13 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
             except OSError as exc:
                 raise MpsgenError(f"--junit-xml {junit_xml}: {exc.strerror}", hint="pick a writable path") from None
         if as_json:
-            from mpsgen.verify import report_to_json
+            from mpsgen.render.verify_json import report_to_json
 
             click.echo(json.dumps(report_to_json(report), indent=2))
         else:
-            _render_verify(report)
+            from mpsgen.render.verify_table import render_verify
+
+            render_verify(report)
         return report.exit_code
 
     sys.exit(run_guarded(state, run))
@@ -275,17 +277,23 @@ def scan(state, candidates, as_json, markdown):
 
     def run():
         from mpsgen.errors import MpsgenError
-        from mpsgen.scan import render_markdown, report_to_json, scan_checkout
+        from mpsgen.scan import scan_checkout
 
         if as_json and markdown:
             raise MpsgenError("--json and --markdown are two output formats", hint="pick one")
         report = scan_checkout(state.checkout())
         if as_json:
+            from mpsgen.render.scan_json import report_to_json
+
             click.echo(json.dumps(report_to_json(report), indent=2))
         elif markdown:
+            from mpsgen.render.scan_markdown import render_markdown
+
             click.echo(render_markdown(report, candidates=candidates), nl=False)
         else:
-            _render_scan(report, candidates)
+            from mpsgen.render.scan_table import render_scan
+
+            render_scan(report, candidates)
         return 0
 
     sys.exit(run_guarded(state, run))
@@ -308,72 +316,3 @@ def _with_progress(func, quiet):
             bar.update(tasks[stage], completed=done, total=total, note=message[:60])
 
         return func(progress)
-
-
-def _render_verify(report) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(highlight=False, soft_wrap=False)
-    colour = {"passed": "green", "failed": "red", "skipped": "yellow"}
-    table = Table(title=f"mpsgen verify {escape(' '.join(report.ops)) or '(no ops)'}", title_justify="left")
-    for column in ("stage", "op", "check", "status", "detail"):
-        table.add_column(column)
-    for stage in report.stages:
-        rows = stage.checks or ()
-        if not rows:
-            table.add_row(stage.name, "", "", f"[{colour[stage.status]}]{stage.status}[/]", escape(stage.reason))
-        for check in rows:
-            detail = check.reason or (str(check.findings[0]) if check.findings else "")
-            if len(check.findings) > 1:
-                detail += f" (+{len(check.findings) - 1} more)"
-            table.add_row(stage.name, escape(check.op), check.check, f"[{colour[check.status]}]{check.status}[/]", escape(detail))
-        if stage.tests:
-            counts = {}
-            for test in stage.tests:
-                counts[test.outcome] = counts.get(test.outcome, 0) + 1
-            table.add_row(stage.name, "", "results", "", ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
-    console.print(table)
-    findings = [f for stage in report.stages for f in stage.findings]
-    for finding in findings:
-        console.print(f"[red]{escape(str(finding.location))}[/]: {escape(finding.message)} ([dim]{escape(finding.hint)}[/])")
-    for stage in report.stages:
-        if stage.log:
-            console.print(f"{stage.name} log: {escape(stage.log)}")
-    summary = ", ".join(f"{s.name} [{colour[s.status]}]{s.status}[/]" + (f" ({escape(s.reason)})" if s.status != "passed" and s.reason else "")
-                        for s in report.stages)
-    console.print(f"[bold]{len(report.ops)} op(s):[/bold] {summary}")
-
-def _render_scan(report, candidates: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from mpsgen.scan import candidate_rows, file_rows, summary_rows
-
-    console = Console(highlight=False)
-    if candidates:
-        table = Table(title="Candidates for mpsgen migrate, easiest first", title_justify="left")
-        for column in ("#", "op", "tier", "backing", "implementation", "lines", "graph", "xfails", "reason"):
-            numeric = column in ("#", "lines", "graph", "xfails")
-            table.add_column(column, justify="right" if numeric else "left", no_wrap=column != "reason")
-        for rank, op, tier, backing, where, lines, graph, _stub, xfails, reason in candidate_rows(report):
-            table.add_row(rank, op, tier, backing, where.rsplit("/", 1)[-1], lines, graph, xfails, reason)
-        console.print(table)
-    table = Table(title=f"MPS backing of {len(report.ops)} operators", title_justify="left")
-    for column in ("backing", "meaning", "ops", "graph sites in kernels"):
-        table.add_column(column, justify="left" if column in ("backing", "meaning") else "right")
-    for row in summary_rows(report):
-        table.add_row(*row)
-    console.print(table)
-    tiers = {t: sum(1 for r in report.ops if r.candidate and r.candidate.tier == t) for t in ("ready", "expr", "port")}
-    console.print(f"candidates: {tiers['ready']} ready, {tiers['expr']} need --expr, {tiers['port']} need a hand-written port"
-                  + ("" if candidates else " (mpsgen scan --candidates lists them)"))
-    table = Table(title=f"Graph sites per host file ({report.graph_sites} in all)", title_justify="left")
-    for column in ("host file", "graph sites", "MPSGraph kernels", "other MPS kernels"):
-        table.add_column(column, justify="left" if column == "host file" else "right")
-    for row in file_rows(report):
-        table.add_row(*row)
-    console.print(table)
-    for note in report.notes:
-        console.print(f"note: {note}", style="yellow", markup=False)
