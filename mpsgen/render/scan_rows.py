@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mpsgen.render.scan_json import location_text
-from mpsgen.scan import BACKINGS, ScanReport
+from mpsgen.scan import BACKINGS, TIERS, ScanReport
 
 BACKING_MEANINGS = {
     "native": "native Metal through a shared stub/kernel",
@@ -46,3 +46,12 @@ def file_rows(report: ScanReport) -> list[tuple[str, str, str, str]]:
         for f in files
         if f.graph_sites or f.mpsgraph_kernels or f.other_kernels or f.error
     ]
+
+
+def candidates_line(report: ScanReport, *, listed: bool) -> str:
+    """`candidates: N ready, N need --expr, N need a hand-written port`, pointing at --candidates
+    when the list was not shown."""
+    tiers = Counter(r.candidate.tier for r in report.ops if r.candidate)
+    ready, expr, port = (tiers.get(t, 0) for t in TIERS)
+    return (f"candidates: {ready} ready, {expr} need --expr, {port} need a hand-written port"
+            + ("" if listed else " (mpsgen scan --candidates lists them)"))

@@ -1,16 +1,16 @@
-"""A `ScanReport` for a terminal: rich tables of the candidates, the backings and the host files."""
+"""A `ScanReport` for a terminal: rich tables of the candidates, the backings and the host files\n(no colour under NO_COLOR)."""
 
 from __future__ import annotations
 
-from mpsgen.render.scan_rows import candidate_rows, file_rows, summary_rows
+from mpsgen.render.mode import console as make_console
+from mpsgen.render.scan_rows import candidate_rows, candidates_line, file_rows, summary_rows
 from mpsgen.scan import ScanReport
 
 
 def render_scan(report: ScanReport, candidates: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
+    console = make_console()
     if candidates:
         table = Table(title="Candidates for mpsgen migrate, easiest first", title_justify="left")
         for column in ("#", "op", "tier", "backing", "implementation", "lines", "graph", "xfails", "reason"):
@@ -25,9 +25,7 @@ def render_scan(report: ScanReport, candidates: bool) -> None:
     for row in summary_rows(report):
         table.add_row(*row)
     console.print(table)
-    tiers = {t: sum(1 for r in report.ops if r.candidate and r.candidate.tier == t) for t in ("ready", "expr", "port")}
-    console.print(f"candidates: {tiers['ready']} ready, {tiers['expr']} need --expr, {tiers['port']} need a hand-written port"
-                  + ("" if candidates else " (mpsgen scan --candidates lists them)"))
+    console.print(candidates_line(report, listed=candidates), markup=False)
     table = Table(title=f"Graph sites per host file ({report.graph_sites} in all)", title_justify="left")
     for column in ("host file", "graph sites", "MPSGraph kernels", "other MPS kernels"):
         table.add_column(column, justify="left" if column == "host file" else "right")
