@@ -46,19 +46,6 @@ def run_guarded(state: _State, func):
         sys.exit(EXIT_INTERNAL)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-C", "checkout_dir", metavar="PATH", default=None,
-              help="Run as if started in PATH (a PyTorch checkout). Default: search upward from the current directory.")
-@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
-@click.version_option(package_name="mpsgen")
-@click.pass_context
-def main(ctx, checkout_dir, debug):
-    """Add native Metal operators to a PyTorch checkout and migrate MPSGraph operators to Metal.
-
-    Exit codes: 0 done, 1 a check failed, 2 bad usage or input, 3 internal error."""
-    ctx.obj = _State(checkout_dir, debug)
-
-
 FORMAT_HELP = ("How to show the report: rich tables and colour on a terminal, plain lines elsewhere (auto), "
                "or always one of them. NO_COLOR turns colour off.")
 
@@ -77,6 +64,23 @@ def _complete_ops(ctx, param, incomplete):
     from mpsgen.completion import complete_ops
 
     return complete_ops(ctx, param, incomplete)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_examples(
+    "mpsgen migrate atan2 --dry-run",
+    "mpsgen -C ~/pytorch verify --changed --static-only",
+    "mpsgen scan --candidates",
+))
+@click.option("-C", "checkout_dir", metavar="PATH", default=None,
+              help="Run as if started in PATH (a PyTorch checkout). Default: search upward from the current directory.")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.version_option(package_name="mpsgen")
+@click.pass_context
+def main(ctx, checkout_dir, debug):
+    """Add native Metal operators to a PyTorch checkout and migrate MPSGraph operators to Metal.
+
+    Exit codes: 0 done, 1 a check failed, 2 bad usage or input, 3 internal error."""
+    ctx.obj = _State(checkout_dir, debug)
 
 
 def _kernel_options(func):
@@ -121,7 +125,7 @@ def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefin
 @main.command("new-op", epilog=_examples(
     "mpsgen new-op hypot --dry-run",
     "mpsgen new-op hypot",
-    'mpsgen new-op my_unary --expr "x * x" --dtypes float,int2float',
+    "mpsgen new-op copysign --dtypes float,int2float",
 ))
 @click.argument("op", shell_complete=_complete_ops)
 @_kernel_options

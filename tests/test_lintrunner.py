@@ -11,6 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from support import REPO, copy_checkout, run_cli
 
 from mpsgen.lintrunner import messages_from_run
@@ -105,3 +106,27 @@ def test_readme_lintrunner_stanza_runs_the_adapter():
     assert linter["command"][:3] == ["python3", "-m", "mpsgen.lintrunner"]
     assert linter["command"][-1] == "@{{PATHSFILE}}"
     assert "aten/src/ATen/native/native_functions.yaml" in linter["include_patterns"]
+
+
+def test_lintrunner_itself_runs_the_readme_stanza(tmp_path):
+    """The stanza as README gives it, run by lintrunner (skipped where lintrunner is not installed:
+    `pip install lintrunner`)."""
+    import os
+    import shutil
+
+    bin_dir = os.path.dirname(sys.executable)
+    exe = shutil.which("lintrunner", path=bin_dir) or shutil.which("lintrunner")
+    if exe is None:
+        pytest.skip("lintrunner is not installed")
+    root = half_finished_hypot(tmp_path)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("```toml\n") + len("```toml\n"):]
+    (root / ".lintrunner.toml").write_text(block[: block.index("```")], encoding="utf-8")
+    doc = json.loads(run_cli(["-C", str(root), "verify", "--changed", "--static-only", "--json"]).stdout)
+    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))  # python3 = this Python
+    run = subprocess.run([exe, "--data-path", str(tmp_path / "lintrunner-data"), "--output", "json"], cwd=root,
+                         env=env, capture_output=True, text=True)
+    assert run.returncode == 1, run.stderr
+    shown = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [(m["path"], m["line"], m["code"], m["name"], m["description"]) for m in shown] == [
+        (f["path"], f["line"], "MPSGEN", f["check"], f"hypot: {f['message']} ({f['hint']})") for f in doc["findings"]]

@@ -8,6 +8,7 @@ from mpsgen.scan import ScanReport
 
 
 def render_scan(report: ScanReport, candidates: bool) -> None:
+    """Print the tables; a cell too long for the terminal folds onto the next line, never cut."""
     from rich.table import Table
 
     console = make_console()
@@ -15,20 +16,20 @@ def render_scan(report: ScanReport, candidates: bool) -> None:
         table = Table(title="Candidates for mpsgen migrate, easiest first", title_justify="left")
         for column in ("#", "op", "tier", "backing", "implementation", "lines", "graph", "xfails", "reason"):
             numeric = column in ("#", "lines", "graph", "xfails")
-            table.add_column(column, justify="right" if numeric else "left", no_wrap=column != "reason")
+            table.add_column(column, justify="right" if numeric else "left", overflow="fold")
         for rank, op, tier, backing, where, lines, graph, _stub, xfails, reason in candidate_rows(report):
             table.add_row(rank, op, tier, backing, where.rsplit("/", 1)[-1], lines, graph, xfails, reason)
         console.print(table)
     table = Table(title=f"MPS backing of {len(report.ops)} operators", title_justify="left")
     for column in ("backing", "meaning", "ops", "graph sites in kernels"):
-        table.add_column(column, justify="left" if column in ("backing", "meaning") else "right")
+        table.add_column(column, justify="left" if column in ("backing", "meaning") else "right", overflow="fold")
     for row in summary_rows(report):
         table.add_row(*row)
     console.print(table)
     console.print(candidates_line(report, listed=candidates), markup=False)
     table = Table(title=f"Graph sites per host file ({report.graph_sites} in all)", title_justify="left")
     for column in ("host file", "graph sites", "MPSGraph kernels", "other MPS kernels"):
-        table.add_column(column, justify="left" if column == "host file" else "right")
+        table.add_column(column, justify="left" if column == "host file" else "right", overflow="fold")
     for row in file_rows(report):
         table.add_row(*row)
     console.print(table)

@@ -21,7 +21,7 @@ def render_verify(report: VerifyReport) -> None:
 
     table = Table(title=f"mpsgen verify {escape(' '.join(report.ops)) or '(no ops)'}", title_justify="left")
     for column in ("stage", "op", "check", "status", "detail"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a narrow terminal folds a path, never cuts it
     for stage, op, check, word, detail in check_rows(report):
         table.add_row(stage, escape(op), check, status(word), escape(detail))
     console.print(table)
