@@ -137,6 +137,7 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
     def run():
         from mpsgen.newop import plan_new_op
 
+        _one_format(as_json, fmt)
         checkout = state.checkout()
         with _writing(checkout, dry_run):
             plan = plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
@@ -164,6 +165,7 @@ def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, d
             from mpsgen.errors import MpsgenError
 
             raise MpsgenError("--expr, --stub, --kernel-file and --host-file apply to one op", hint="migrate such ops one at a time")
+        _one_format(as_json, fmt)
         checkout = state.checkout()
         with _writing(checkout, dry_run):
             plan = plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
@@ -217,7 +219,6 @@ def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) ->
     from mpsgen.apply import apply_plan, plan_to_json, render_diff
     from mpsgen.render.mode import RICH, colour_allowed, resolve
 
-    _one_format(as_json, fmt)
     _check_git(plan, require_clean)
     applied = False
     if not dry_run and not plan.empty:

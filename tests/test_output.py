@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from support import FIXTURE_CHECKOUT, copy_checkout, run_cli
+from support import FIXTURE_CHECKOUT, copy_checkout, run_cli, snapshot
 
 from mpsgen.model import Location
 from mpsgen.render.github import github_lines
@@ -178,10 +178,15 @@ def test_no_color_leaves_the_dry_run_diff_and_summary_uncoloured(monkeypatch, tm
     assert plain.stdout.startswith("diff --git a/")
 
 
-def test_json_with_an_explicit_format_is_bad_usage():
-    result = run_cli(["-C", str(FIXTURE_CHECKOUT), "scan", "--json", "--format", "plain"])
+@pytest.mark.parametrize("args", [["scan", "--json"], ["verify", "hypot", "--static-only", "--json"],
+                                  ["new-op", "hypot", "--json"], ["migrate", "atan2", "--json"]])
+def test_json_with_an_explicit_format_is_bad_usage_and_writes_nothing(tmp_path, args):
+    root = copy_checkout(tmp_path)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), *args, "--format", "plain"])
     assert result.exit_code == 2
     assert result.stderr == "mpsgen: error: --json and --format plain are two output formats (pick one)\n"
+    assert snapshot(root) == before
 
 
 # ------------------------------------------------------------------------------- --format github

@@ -1,8 +1,11 @@
 """Every way mpsgen shows a result, in one place. Library modules return data; `mpsgen.cli` picks
-one of these renderers:
+a renderer by `--format` / `--json` / `--markdown` and the output stream (`mode`):
 
-- `summary`: the new-op/migrate plan summary;
-- `verify_table`, `verify_json`, `junit`: `mpsgen verify` as a terminal table, JSON, JUnit XML;
-- `scan_table`, `scan_json`, `scan_markdown` (rows shared through `scan_rows`): `mpsgen scan`.
+- `mode`: auto/rich/plain/github, NO_COLOR, the rich Console; `text`: aligned plain-text tables;
+- `summary`: the new-op/migrate plan summary (rich on a terminal, plain lines elsewhere);
+- `verify_table` (rich), `verify_text` (plain lines), `github` (workflow commands), `verify_json`,
+  `junit`: `mpsgen verify`;
+- `scan_table` (rich), `scan_text` (plain), `scan_json`, `scan_markdown`, with the rows they share in
+  `scan_rows`: `mpsgen scan`.
 
 Modules are imported by the command that needs them, so that `mpsgen --help` stays fast."""
