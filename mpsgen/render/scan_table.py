@@ -13,12 +13,18 @@ def render_scan(report: ScanReport, candidates: bool) -> None:
 
     console = make_console()
     if candidates:
+        header = ("#", "op", "tier", "backing", "implementation", "lines", "graph", "xfails", "reason")
+        rows = [(rank, op, tier, backing, where.rsplit("/", 1)[-1], lines, graph, xfails, reason)
+                for rank, op, tier, backing, where, lines, graph, _stub, xfails, reason in candidate_rows(report)]
         table = Table(title="Candidates for mpsgen migrate, easiest first", title_justify="left")
-        for column in ("#", "op", "tier", "backing", "implementation", "lines", "graph", "xfails", "reason"):
-            numeric = column in ("#", "lines", "graph", "xfails")
-            table.add_column(column, justify="right" if numeric else "left", overflow="fold")
-        for rank, op, tier, backing, where, lines, graph, _stub, xfails, reason in candidate_rows(report):
-            table.add_row(rank, op, tier, backing, where.rsplit("/", 1)[-1], lines, graph, xfails, reason)
+        for i, column in enumerate(header):
+            if column in ("op", "implementation", "reason"):
+                table.add_column(column, overflow="fold")
+            else:  # short words: kept on one line, never folded
+                width = max(len(column), *(len(row[i]) for row in rows)) if rows else len(column)
+                table.add_column(column, justify="left" if column in ("tier", "backing") else "right", min_width=width)
+        for row in rows:
+            table.add_row(*row)
         console.print(table)
     table = Table(title=f"MPS backing of {len(report.ops)} operators", title_justify="left")
     for column in ("backing", "meaning", "ops", "graph sites in kernels"):
