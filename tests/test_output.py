@@ -130,12 +130,18 @@ def test_scan_candidates_through_a_pipe_prints_every_name_and_reason_whole(real_
 
 
 def test_scan_summary_through_a_pipe_is_plain():
+    totals = json.loads(run_cli(["-C", str(FIXTURE_CHECKOUT), "scan", "--json"]).stdout)["totals"]
     result = run_cli(["-C", str(FIXTURE_CHECKOUT), "scan"])
     assert_plain(result.stdout)
     lines = result.stdout.splitlines()
-    assert lines[0] == "MPS backing of 57 operators"
-    assert lines[1].split() == ["backing", "meaning", "ops", "graph", "sites", "in", "kernels"]
-    assert "candidates: 14 ready, 2 need --expr, 4 need a hand-written port (mpsgen scan --candidates lists them)" in lines
+    assert lines[0] == f"MPS backing of {totals['ops']} operators"
+    assert re.split(r" {2,}", lines[1]) == ["backing", "meaning", "ops", "graph sites in kernels"]
+    tiers = totals["candidates"]
+    assert lines[2 + len(totals["by_backing"])] == (
+        f"candidates: {tiers['ready']} ready, {tiers['expr']} need --expr, {tiers['port']} need a hand-written port "
+        "(mpsgen scan --candidates lists them)")
+    rows = [re.split(r" {2,}", line.strip()) for line in lines[2 : 2 + len(totals["by_backing"])]]
+    assert [(r[0], int(r[2]), int(r[3])) for r in rows] == [(b, v["ops"], v["graph_sites"]) for b, v in totals["by_backing"].items()]
 
 
 def test_migrate_summary_through_a_pipe_lists_every_change_whole(tmp_path):
