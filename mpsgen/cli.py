@@ -46,7 +46,31 @@ def run_guarded(state: _State, func):
         sys.exit(EXIT_INTERNAL)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+FORMAT_HELP = ("How to show the report: rich tables and colour on a terminal, plain lines elsewhere (auto), "
+               "or always one of them. NO_COLOR turns colour off.")
+
+
+def _format_option(*choices: str):
+    return click.option("--format", "fmt", type=click.Choice(["auto", *choices]), default="auto", show_default=True,
+                        help=FORMAT_HELP)
+
+
+def _examples(*lines: str) -> str:
+    """A help epilog of examples; `\b` keeps click from rewrapping the lines."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def _complete_ops(ctx, param, incomplete):
+    from mpsgen.completion import complete_ops
+
+    return complete_ops(ctx, param, incomplete)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_examples(
+    "mpsgen migrate atan2 --dry-run",
+    "mpsgen -C ~/pytorch verify --changed --static-only",
+    "mpsgen scan --candidates",
+))
 @click.option("-C", "checkout_dir", metavar="PATH", default=None,
               help="Run as if started in PATH (a PyTorch checkout). Default: search upward from the current directory.")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
@@ -74,6 +98,7 @@ def _kernel_options(func):
                      help="Also drop the op's UNDEFINED_XFAILLIST / precision / random entries in common_mps.py (reported otherwise)."),
         click.option("--dry-run", is_flag=True, help="Print the unified diff of every change; write nothing."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the human report."),
+        _format_option("rich", "plain"),
         click.option("--require-clean", is_flag=True,
                      help="Refuse to run when a file the change touches has uncommitted changes (default: warn)."),
     ]
@@ -97,29 +122,40 @@ def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefin
     )
 
 
-@main.command("new-op")
-@click.argument("op")
+@main.command("new-op", epilog=_examples(
+    "mpsgen new-op hypot --dry-run",
+    "mpsgen new-op hypot",
+    "mpsgen new-op copysign --dtypes float,int2float",
+))
+@click.argument("op", shell_complete=_complete_ops)
 @_kernel_options
 @click.pass_obj
-def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json, require_clean):
+def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json, fmt,
+           require_clean):
     """Give OP (CPU/CUDA kernels through a shared stub) a native Metal MPS kernel."""
 
     def run():
         from mpsgen.newop import plan_new_op
 
+        _one_format(as_json, fmt)
         checkout = state.checkout()
         with _writing(checkout, dry_run):
             plan = plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
-            return _finish(plan, "new-op", dry_run, as_json, require_clean)
+            return _finish(plan, "new-op", dry_run, as_json, fmt, require_clean)
 
     sys.exit(run_guarded(state, run))
 
 
-@main.command("migrate")
-@click.argument("ops", nargs=-1, required=True)
+@main.command("migrate", epilog=_examples(
+    "mpsgen migrate atan2 --dry-run",
+    "mpsgen migrate asinh acosh atanh",
+    'mpsgen migrate remainder --expr "a - b * floor(a / b)"',
+))
+@click.argument("ops", nargs=-1, required=True, shell_complete=_complete_ops)
 @_kernel_options
 @click.pass_obj
-def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json, require_clean):
+def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json, fmt,
+            require_clean):
     """Move OPS from MPSGraph onto native Metal kernels (several ops: one transaction)."""
 
     def run():
@@ -129,10 +165,11 @@ def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, d
             from mpsgen.errors import MpsgenError
 
             raise MpsgenError("--expr, --stub, --kernel-file and --host-file apply to one op", hint="migrate such ops one at a time")
+        _one_format(as_json, fmt)
         checkout = state.checkout()
         with _writing(checkout, dry_run):
             plan = plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
-            return _finish(plan, "migrate", dry_run, as_json, require_clean)
+            return _finish(plan, "migrate", dry_run, as_json, fmt, require_clean)
 
     sys.exit(run_guarded(state, run))
 
@@ -170,8 +207,17 @@ def _check_git(plan, require_clean) -> None:
                    "(commit or stash first to review them apart)", err=True)
 
 
-def _finish(plan, command, dry_run, as_json, require_clean=False) -> int:
+def _one_format(as_json: bool, fmt: str, other: str | None = None) -> None:
+    """--json (or --markdown) and an explicit --format name two output formats."""
+    if fmt != "auto" and (as_json or other):
+        from mpsgen.errors import MpsgenError
+
+        raise MpsgenError(f"--{'json' if as_json else other} and --format {fmt} are two output formats", hint="pick one")
+
+
+def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) -> int:
     from mpsgen.apply import apply_plan, plan_to_json, render_diff
+    from mpsgen.render.mode import RICH, colour_allowed, resolve
 
     _check_git(plan, require_clean)
     applied = False
@@ -183,22 +229,28 @@ def _finish(plan, command, dry_run, as_json, require_clean=False) -> int:
         return 0
     if dry_run and not plan.empty:
         diff = render_diff(plan)
-        if sys.stdout.isatty():
-            from rich.console import Console
+        if resolve(fmt, sys.stdout) == RICH and colour_allowed():
             from rich.syntax import Syntax
 
-            Console().print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
+            from mpsgen.render.mode import console
+
+            console().print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
         else:
             sys.stdout.write(diff)
             sys.stdout.flush()
-    from mpsgen.report import render_summary
+    from mpsgen.render.summary import render_summary
 
-    render_summary(plan, command=command, dry_run=dry_run, to_stderr=dry_run)
+    render_summary(plan, command=command, dry_run=dry_run, to_stderr=dry_run,
+                   mode=resolve(fmt, sys.stderr if dry_run else sys.stdout))
     return 0
 
 
-@main.command("verify")
-@click.argument("ops", nargs=-1)
+@main.command("verify", epilog=_examples(
+    "mpsgen verify atan2 hypot --static-only",
+    "mpsgen verify --changed --base origin/main --format github",
+    "mpsgen verify --all-native --static-only --json > verify.json",
+))
+@click.argument("ops", nargs=-1, shell_complete=_complete_ops)
 @click.option("--changed", is_flag=True, help="Verify the ops touched by the working tree's diff against HEAD (or --base).")
 @click.option("--base", default="HEAD", metavar="REF", show_default=True, help="The git ref --changed compares against.")
 @click.option("--all-native", is_flag=True, help="Verify every op registered for MPS through a dispatch stub.")
@@ -216,9 +268,11 @@ def _finish(plan, command, dry_run, as_json, require_clean=False) -> int:
 @click.option("--log-dir", default=None, metavar="DIR", help="Where build.log and tests.log go (default: <checkout>/.mpsgen/logs).")
 @click.option("--junit-xml", "junit_xml", default=None, metavar="PATH", help="Also write a JUnit XML report to PATH.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document with every finding instead of the table.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "rich", "plain", "github"]), default="auto", show_default=True,
+              help=FORMAT_HELP + " github: GitHub Actions annotations, one per finding.")
 @click.pass_obj
 def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_dir, require_build, require_tests,
-           grad, timeout, assume_mps, log_dir, junit_xml, as_json):
+           grad, timeout, assume_mps, log_dir, junit_xml, as_json, fmt):
     """Prove that the MPS change of OPS is complete: static checks, build, test_output_match.
 
     Exit codes: 0 every required stage passed (skips are listed with their reason), 1 a check
@@ -235,6 +289,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
         if static_only and (require_build or require_tests):
             raise MpsgenError("--static-only cannot be combined with --require-build/--require-tests",
                               hint="drop one of them")
+        _one_format(as_json, fmt)
         from mpsgen.checkout import Workspace
         from mpsgen.facts import Views
 
@@ -249,9 +304,12 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
         options = VerifyOptions(static_only=static_only, build_cmd=build_cmd, build_dir=build_dir,
                                 require_build=require_build, require_tests=require_tests, grad=grad,
                                 timeout=timeout, assume_mps=assume_mps, log_dir=log_dir)
+        from mpsgen.render.mode import GITHUB, PLAIN, resolve
+
+        mode = PLAIN if as_json else resolve(fmt, sys.stdout)
         report = _with_progress(lambda progress: run_verify(checkout, selected, options, progress, views), as_json)
         if junit_xml:
-            from mpsgen.junit import report_to_junit
+            from mpsgen.render.junit import report_to_junit
 
             try:
                 with open(junit_xml, "w", encoding="utf-8") as handle:
@@ -259,37 +317,66 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
             except OSError as exc:
                 raise MpsgenError(f"--junit-xml {junit_xml}: {exc.strerror}", hint="pick a writable path") from None
         if as_json:
-            from mpsgen.verify import report_to_json
+            from mpsgen.render.verify_json import report_to_json
 
             click.echo(json.dumps(report_to_json(report), indent=2))
+        elif mode == GITHUB:
+            from mpsgen.render.github import github_lines
+
+            click.echo("\n".join(github_lines(report, static_only=static_only)))
+        elif mode == PLAIN:
+            from mpsgen.render.verify_text import verify_lines
+
+            click.echo("\n".join(verify_lines(report)))
         else:
-            _render_verify(report)
+            from mpsgen.render.verify_table import render_verify
+
+            render_verify(report)
         return report.exit_code
 
     sys.exit(run_guarded(state, run))
 
 
-@main.command("scan")
+@main.command("scan", epilog=_examples(
+    "mpsgen scan --candidates",
+    "mpsgen scan --json > mps.json",
+    "mpsgen scan --candidates --markdown",
+))
 @click.option("--candidates", is_flag=True, help="List the ops `migrate` can take, easiest first, with the reason.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document: one record per op, candidates, totals.")
 @click.option("--markdown", is_flag=True, help="Print GitHub Markdown tables (to paste into an issue).")
+@_format_option("rich", "plain")
 @click.pass_obj
-def scan(state, candidates, as_json, markdown):
+def scan(state, candidates, as_json, markdown, fmt):
     """Report every operator's MPS backing (native Metal, MPSGraph, other, composite, none) and what to migrate next."""
 
     def run():
         from mpsgen.errors import MpsgenError
-        from mpsgen.scan import render_markdown, report_to_json, scan_checkout
+        from mpsgen.scan import scan_checkout
 
         if as_json and markdown:
             raise MpsgenError("--json and --markdown are two output formats", hint="pick one")
+        _one_format(as_json, fmt, "markdown" if markdown else None)
         report = scan_checkout(state.checkout())
         if as_json:
+            from mpsgen.render.scan_json import report_to_json
+
             click.echo(json.dumps(report_to_json(report), indent=2))
         elif markdown:
+            from mpsgen.render.scan_markdown import render_markdown
+
             click.echo(render_markdown(report, candidates=candidates), nl=False)
         else:
-            _render_scan(report, candidates)
+            from mpsgen.render.mode import RICH, resolve
+
+            if resolve(fmt, sys.stdout) == RICH:
+                from mpsgen.render.scan_table import render_scan
+
+                render_scan(report, candidates)
+            else:
+                from mpsgen.render.scan_text import scan_lines
+
+                click.echo("\n".join(scan_lines(report, candidates=candidates)))
         return 0
 
     sys.exit(run_guarded(state, run))
@@ -302,9 +389,12 @@ def _with_progress(func, quiet):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from mpsgen.render.mode import colour_allowed
+
     tasks = {}
+    console = Console(stderr=True, color_system="auto" if colour_allowed() else None)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[note]}"),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
 
         def progress(stage, done, total, message):
             if stage not in tasks:
@@ -312,72 +402,3 @@ def _with_progress(func, quiet):
             bar.update(tasks[stage], completed=done, total=total, note=message[:60])
 
         return func(progress)
-
-
-def _render_verify(report) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(highlight=False, soft_wrap=False)
-    colour = {"passed": "green", "failed": "red", "skipped": "yellow"}
-    table = Table(title=f"mpsgen verify {escape(' '.join(report.ops)) or '(no ops)'}", title_justify="left")
-    for column in ("stage", "op", "check", "status", "detail"):
-        table.add_column(column)
-    for stage in report.stages:
-        rows = stage.checks or ()
-        if not rows:
-            table.add_row(stage.name, "", "", f"[{colour[stage.status]}]{stage.status}[/]", escape(stage.reason))
-        for check in rows:
-            detail = check.reason or (str(check.findings[0]) if check.findings else "")
-            if len(check.findings) > 1:
-                detail += f" (+{len(check.findings) - 1} more)"
-            table.add_row(stage.name, escape(check.op), check.check, f"[{colour[check.status]}]{check.status}[/]", escape(detail))
-        if stage.tests:
-            counts = {}
-            for test in stage.tests:
-                counts[test.outcome] = counts.get(test.outcome, 0) + 1
-            table.add_row(stage.name, "", "results", "", ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
-    console.print(table)
-    findings = [f for stage in report.stages for f in stage.findings]
-    for finding in findings:
-        console.print(f"[red]{escape(str(finding.location))}[/]: {escape(finding.message)} ([dim]{escape(finding.hint)}[/])")
-    for stage in report.stages:
-        if stage.log:
-            console.print(f"{stage.name} log: {escape(stage.log)}")
-    summary = ", ".join(f"{s.name} [{colour[s.status]}]{s.status}[/]" + (f" ({escape(s.reason)})" if s.status != "passed" and s.reason else "")
-                        for s in report.stages)
-    console.print(f"[bold]{len(report.ops)} op(s):[/bold] {summary}")
-
-def _render_scan(report, candidates: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from mpsgen.scan import candidate_rows, file_rows, summary_rows
-
-    console = Console(highlight=False)
-    if candidates:
-        table = Table(title="Candidates for mpsgen migrate, easiest first", title_justify="left")
-        for column in ("#", "op", "tier", "backing", "implementation", "lines", "graph", "xfails", "reason"):
-            numeric = column in ("#", "lines", "graph", "xfails")
-            table.add_column(column, justify="right" if numeric else "left", no_wrap=column != "reason")
-        for rank, op, tier, backing, where, lines, graph, _stub, xfails, reason in candidate_rows(report):
-            table.add_row(rank, op, tier, backing, where.rsplit("/", 1)[-1], lines, graph, xfails, reason)
-        console.print(table)
-    table = Table(title=f"MPS backing of {len(report.ops)} operators", title_justify="left")
-    for column in ("backing", "meaning", "ops", "graph sites in kernels"):
-        table.add_column(column, justify="left" if column in ("backing", "meaning") else "right")
-    for row in summary_rows(report):
-        table.add_row(*row)
-    console.print(table)
-    tiers = {t: sum(1 for r in report.ops if r.candidate and r.candidate.tier == t) for t in ("ready", "expr", "port")}
-    console.print(f"candidates: {tiers['ready']} ready, {tiers['expr']} need --expr, {tiers['port']} need a hand-written port"
-                  + ("" if candidates else " (mpsgen scan --candidates lists them)"))
-    table = Table(title=f"Graph sites per host file ({report.graph_sites} in all)", title_justify="left")
-    for column in ("host file", "graph sites", "MPSGraph kernels", "other MPS kernels"):
-        table.add_column(column, justify="left" if column == "host file" else "right")
-    for row in file_rows(report):
-        table.add_row(*row)
-    console.print(table)
-    for note in report.notes:
-        console.print(f"note: {note}", style="yellow", markup=False)

@@ -11,7 +11,9 @@ import pytest
 from support import FIXTURE_CHECKOUT, assert_golden, copy_checkout, run_cli
 
 from mpsgen.checkout import COMMON_MPS, OPERATIONS_DIR, Checkout
-from mpsgen.scan import read_xfail_keys, render_markdown, report_to_json, scan_checkout
+from mpsgen.render.scan_json import report_to_json
+from mpsgen.render.scan_markdown import render_markdown
+from mpsgen.scan import read_xfail_keys, scan_checkout
 from mpsgen.testlists import find_xfail_dicts
 
 

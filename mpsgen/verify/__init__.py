@@ -7,7 +7,7 @@ Three stages, each `passed`, `failed` or `skipped` with a reason:
 3. tests (`stages`): runs `test/test_mps.py -k test_output_match_<opinfo>` and reads unittest's
    verbose output.
 
-Which ops: `select`. What is reported: `model` (plain data; the CLI renders it). A stage that did
+Which ops: `select`. What is reported: `model` (plain data; `mpsgen.render` shows it). A stage that did
 not run is never reported as passed."""
 
 from mpsgen.verify.checks import STATIC_CHECKS, check_op, legacy_names, static_checks, unbalanced
@@ -29,7 +29,6 @@ from mpsgen.verify.stages import (
     load_config,
     opinfo_test_names,
     parse_unittest,
-    report_to_json,
     run_build,
     run_tests,
     verify,
@@ -39,5 +38,5 @@ __all__ = [
     "FAILED", "PASSED", "SKIPPED", "STAGES", "STATIC_CHECKS", "CheckResult", "Finding", "StageResult",
     "TestOutcome", "VerifyOptions", "VerifyReport", "all_native_ops", "changed_ops", "check_op",
     "check_op_names", "compiler_errors", "legacy_names", "load_config", "opinfo_test_names",
-    "parse_unittest", "report_to_json", "run_build", "run_tests", "static_checks", "unbalanced", "verify",
+    "parse_unittest", "run_build", "run_tests", "static_checks", "unbalanced", "verify",
 ]

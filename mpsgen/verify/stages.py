@@ -390,33 +390,3 @@ def verify(checkout: Checkout, ops: tuple[str, ...], options: VerifyOptions,
             tests = run_tests(checkout, ops, options, progress, views)
         later = (build, tests)
     return VerifyReport(str(checkout.root), ops, (static, *later))
-
-
-def report_to_json(report: VerifyReport) -> dict:
-    def finding(f: Finding) -> dict:
-        return {"check": f.check, "op": f.op, "path": f.location.path, "line": f.location.line,
-                "message": f.message, "hint": f.hint}
-
-    return {
-        "command": "verify",
-        "root": report.root,
-        "ops": list(report.ops),
-        "exit_code": report.exit_code,
-        "stages": [
-            {
-                "name": s.name,
-                "status": s.status,
-                "reason": s.reason,
-                "duration": round(s.duration, 3),
-                "log": s.log,
-                "command": list(s.command),
-                "checks": [{"check": c.check, "op": c.op, "status": c.status, "reason": c.reason,
-                            "findings": [finding(f) for f in c.findings]} for c in s.checks],
-                "tests": [{"op": t.op, "test": t.test, "dtype": t.dtype, "outcome": t.outcome, "detail": t.detail}
-                          for t in s.tests],
-            }
-            for s in report.stages
-        ],
-        "findings": [finding(f) for s in report.stages for f in s.findings],
-    }
-

@@ -1,14 +1,20 @@
-"""Human summaries of plans, rendered with rich."""
+"""The new-op/migrate summary of a plan: what changed where, notes, next steps. Rich styles on a
+terminal; elsewhere plain lines, one change per line with nothing elided."""
 
 from __future__ import annotations
 
 from itertools import groupby
 
 from mpsgen.model import Plan
+from mpsgen.render.mode import RICH
+from mpsgen.render.text import one_line
 
 
-def summary_lines(plan: Plan) -> list[tuple[str, str, str]]:
-    """(where, what, detail) rows; consecutive changes of one kind in one file share a row."""
+def summary_lines(plan: Plan, *, grouped: bool = True) -> list[tuple[str, str, str]]:
+    """(where, what, detail) rows. `grouped`: consecutive changes of one kind in one file share a
+    row (`first … (+N more)`), for a terminal; otherwise a row per change."""
+    if not grouped:
+        return [(str(c.location), c.kind, one_line(c.detail)) for c in plan.changes]
     rows = []
     for (path, kind), group in groupby(plan.changes, key=lambda c: (c.location.path, c.kind)):
         items = list(group)
@@ -18,7 +24,7 @@ def summary_lines(plan: Plan) -> list[tuple[str, str, str]]:
     return rows
 
 
-def summary_segments(plan: Plan, *, command: str, dry_run: bool) -> list[list[tuple[str, str | None]]]:
+def summary_segments(plan: Plan, *, command: str, dry_run: bool, grouped: bool = True) -> list[list[tuple[str, str | None]]]:
     """The summary as lines of (text, style) segments: rich renders the styles on a terminal,
     elsewhere the text is written plainly (and rich is not even imported)."""
     from mpsgen.apply import line_counts
@@ -27,34 +33,37 @@ def summary_segments(plan: Plan, *, command: str, dry_run: bool) -> list[list[tu
     steps = list(plan.steps)
     others = list(plan.notes)
     if plan.empty:
-        return [[(f"{ops}: already native Metal; nothing to change.", "green")]] + [[(f"  {n}", None)] for n in others]
+        return [[(f"{ops}: already native Metal; nothing to change.", "green")]] + [[(f"  {one_line(n)}", None)] for n in others]
     added, removed = line_counts(plan)
     verb = "would change" if dry_run else "changed"
     lines = [[(f"mpsgen {command} {ops}", "bold"), (f": {verb} {len(plan.edits)} files (+{added} / -{removed} lines)", None)]]
-    rows = summary_lines(plan)
+    rows = summary_lines(plan, grouped=grouped)
     width = max(len(r[0]) for r in rows)
     kind_width = max(len(r[1]) for r in rows)
     for where, kind, detail in rows:
         lines.append([(f"  {where:<{width}}  ", None), (f"{kind:<{kind_width}}", "cyan"), (f"  {detail}", None)])
-    lines += [[("note", "yellow"), (f": {note}", None)] for note in others]
+    lines += [[("note", "yellow"), (f": {one_line(note)}", None)] for note in others]
     if steps:
         lines.append([("after applying" if dry_run else "next steps", "bold")])
         lines += [[(f"  {step}", None)] for step in steps]
     return lines
 
 
-def render_summary(plan: Plan, *, command: str, dry_run: bool, to_stderr: bool) -> None:
+def render_summary(plan: Plan, *, command: str, dry_run: bool, to_stderr: bool, mode: str) -> None:
+    """Write the summary to stderr (`to_stderr`, when stdout carries the diff) or stdout, with rich
+    when `mode` is rich."""
     import sys
 
-    lines = summary_segments(plan, command=command, dry_run=dry_run)
+    lines = summary_segments(plan, command=command, dry_run=dry_run, grouped=mode == RICH)
     stream = sys.stderr if to_stderr else sys.stdout
-    if not stream.isatty():
+    if mode != RICH:
         stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
         stream.flush()
         return
-    from rich.console import Console
     from rich.text import Text
 
-    console = Console(stderr=to_stderr, highlight=False, soft_wrap=True)
+    from mpsgen.render.mode import console
+
+    out = console(stderr=to_stderr, soft_wrap=True)
     for line in lines:
-        console.print(Text.assemble(*[(text, style) if style else text for text, style in line]))
+        out.print(Text.assemble(*[(text, style) if style else text for text, style in line]))
