@@ -22,14 +22,16 @@ def file_diff(edit: FileEdit, context: int = 3) -> str:
 
     Only the region between the first and last differing line is handed to difflib (with its
     context), so a two-line edit of a 27,000-line file costs what a two-line file would."""
-    return _file_diff_cached(edit.path, edit.before, edit.after, context)
+    return _file_diff_cached(edit.path, edit.before, edit.after, context, edit.created)
 
 
 @functools.lru_cache(maxsize=64)
-def _file_diff_cached(path: str, before_text: str, after_text: str, context: int) -> str:
+def _file_diff_cached(path: str, before_text: str, after_text: str, context: int, created: bool = False) -> str:
     before = before_text.splitlines(keepends=True)
     after = after_text.splitlines(keepends=True)
     out = [f"diff --git a/{path} b/{path}\n", f"--- a/{path}\n", f"+++ b/{path}\n"]
+    if created:  # git apply creates the file only from a /dev/null side
+        out[1:2] = ["new file mode 100644\n", "--- /dev/null\n"]
     for group in _grouped(_opcodes(before, after), context):
         first, last = group[0], group[-1]
         out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")

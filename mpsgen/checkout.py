@@ -145,11 +145,12 @@ class Workspace:
     def plan(self, ops: tuple[str, ...] = ()) -> Plan:
         edits = []
         for rel in sorted(self._overlay):
-            before = self.checkout.read(rel) if self.checkout.exists(rel) else ""
+            created = not self.checkout.exists(rel)
+            before = "" if created else self.checkout.read(rel)
             after = self._overlay[rel]
             if before != after:
                 path_inside(self.checkout.root, rel)
-                edits.append(FileEdit(rel, before, after, sha256_text(before)))
+                edits.append(FileEdit(rel, before, after, sha256_text(before), created))
         return Plan(
             root=str(self.checkout.root),
             edits=tuple(edits),

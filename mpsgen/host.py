@@ -74,8 +74,9 @@ def _helper_macros(text: str):
 
 
 def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, functor: str, arity: int,
-              alpha: bool, iterator_type: str, kernel_stem: str) -> None:
-    """Add the kernel function and its REGISTER_DISPATCH unless the stub is already registered."""
+              alpha: bool, iterator_type: str, kernel_stem: str, params=None) -> None:
+    """Add the kernel function and its REGISTER_DISPATCH unless the stub is already registered.
+    `params` (a `params.ParamsSpec`): the stub takes several scalars, passed as a params struct."""
     existing = mps_registrations(ws, stub)
     if existing:
         ws.add_note(f"{existing[0].location}: {stub} is already registered for MPS ({existing[0].function}); kept as is")
@@ -87,7 +88,7 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
     exec_fn = EXEC_FUNCTIONS[arity]
 
     # A file whose helper macro does exactly this (same exec function, same iterator type, no alpha).
-    if not alpha:
+    if not alpha and params is None:
         for macro, param, body in _helper_macros(text):
             if exec_fn in body and iterator_type.rstrip("&") + "&" in body.replace(" &", "&") and stub == f"{functor}_stub":
                 uses = find_helper_macro_uses(text, macro)
@@ -103,14 +104,22 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
 
     registrations = find_registrations(text, path)
     function_name = f"{functor}{function_suffix(registrations)}"
-    function_text = templates.render(
-        "host_kernel.mm.j2",
-        function=function_name,
-        iterator_type=iterator_type,
-        exec_function=exec_fn,
-        kernel_name=functor,
-        alpha=alpha,
-    )
+    if params is not None:
+        from mpsgen.params import host_signature, render_host_kernel
+
+        signature = host_signature(iterator_type, params)
+        function_text = render_host_kernel(templates, function=function_name, iterator_type=iterator_type,
+                                           kernel_name=functor, params=params)
+    else:
+        signature = f"{iterator_type} iter{', const Scalar& alpha' if alpha else ''}"
+        function_text = templates.render(
+            "host_kernel.mm.j2",
+            function=function_name,
+            iterator_type=iterator_type,
+            exec_function=exec_fn,
+            kernel_name=functor,
+            alpha=alpha,
+        )
     with_semicolon = sum(1 for r in registrations if _line_has_semicolon(text, index, r.location.line))
     semicolon = registrations and with_semicolon * 2 > len(registrations)
     register_text = templates.render("register_dispatch.mm.j2", stub=stub, function=function_name, semicolon=bool(semicolon))
@@ -157,7 +166,7 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
         spans.append((anchor, anchor, block.replace("\n", newline) if newline != "\n" else block))
         function_line = register_line = index.line_of(anchor)
     ws.write(path, replace_spans(text, spans))
-    ws.add_change("host-stub", Location(path, function_line), f"static void {function_name}({iterator_type} iter{', const Scalar& alpha' if alpha else ''})")
+    ws.add_change("host-stub", Location(path, function_line), f"static void {function_name}({signature})")
     ws.add_change("register", Location(path, register_line), f"REGISTER_DISPATCH({stub}, &{function_name})")
 
 

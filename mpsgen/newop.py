@@ -22,6 +22,13 @@ def plan_native_kernel(ws: Workspace, ctx: Context, templates: Templates, spec: 
         ws.add_note(f"{registered[0].location}: {spec.op} is already native Metal ({spec.stub.name} -> {registered[0].function})")
         return
     plan_dispatch(ws, spec)
+    if spec.params is not None:
+        from mpsgen.expectations import plan_expectations
+        from mpsgen.params import plan_params_kernel
+
+        groups = plan_params_kernel(ws, templates, spec, options)
+        add_next_steps(ws, spec, plan_expectations(ws, spec, groups, drop_undefined=options.drop_undefined))
+        return
     if spec.functor in kernel.functors and options.dtypes is None and options.expr is None:
         # An existing functor is reused as it is registered (as upstream did for conj_physical).
         groups = registered_groups(kernel, spec.functor)

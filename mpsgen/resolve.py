@@ -19,6 +19,7 @@ from mpsgen.checkout import (
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 from mpsgen.nfyaml import DispatchLine, NativeFunctions, YamlEntry, validate_entry
+from mpsgen.params import ParamsSpec, is_params_stub, params_arity, resolve_params
 from mpsgen.stubs import Stub, find_stub, read_stubs
 
 # Where a stub's header sends its kernel and host code.
@@ -31,7 +32,7 @@ FAMILY_FILES = {
 
 SUPPORTED_SIGNATURES = (
     "void(*)(TensorIteratorBase&), void(*)(TensorIterator&), "
-    "or either with one `const Scalar&`"
+    "either with one `const Scalar&`, or with several Scalar / bool / std::optional<double> parameters"
 )
 
 
@@ -66,6 +67,7 @@ class OpSpec:
     functor: str
     kernel_file: str
     host_file: str
+    params: ParamsSpec | None = None  # stubs with several scalars: see mpsgen/params.py
 
     @property
     def iterator_type(self) -> str:
@@ -170,11 +172,11 @@ def resolve_op(ctx: Context, op: str, options: Options, mode: str) -> OpSpec:
         )
 
     stub = _resolve_stub(ctx, op, shared, options)
-    if not stub.supported:
+    if not stub.supported and not is_params_stub(stub):
         raise MpsgenError(
             f"stub {stub.name} has signature {stub.signature}, which mpsgen cannot generate yet",
             location=stub.type_location or stub.location,
-            hint=f"supported: {SUPPORTED_SIGNATURES}; several scalars need exec_*_kernel_with_params and a params struct",
+            hint=f"supported: {SUPPORTED_SIGNATURES}",
         )
     carrier = shared[0].entry
     arity = len(carrier.tensor_inputs)
@@ -183,17 +185,20 @@ def resolve_op(ctx: Context, op: str, options: Options, mode: str) -> OpSpec:
             f"{carrier.name} takes {arity} tensor inputs; mpsgen generates unary, binary and ternary kernels",
             location=carrier.location,
         )
-    alpha = stub.scalar_count == 1
+    alpha = stub.scalar_count == 1 and not is_params_stub(stub)
     if arity == 3 and alpha and not ctx.ternary_takes_alpha:
         raise MpsgenError(
             f"{op} is ternary with a Scalar ({stub.signature}), but exec_ternary_kernel in this checkout takes no scalar",
             location=stub.type_location or stub.location,
-            hint="a ternary kernel with a scalar needs exec_*_kernel_with_params and a params struct (not supported yet)",
+            hint="this checkout's MetalShaderLibrary has no exec_ternary_kernel_with_params either: write the kernel by hand",
         )
-    kernel_file, host_file = _family_files(ctx, stub, options)
     # The functor is named after the stub: unique even when overloads of one op use different stubs.
     functor = stub.name[: -len("_stub")] if stub.name.endswith("_stub") else stub.name
-    return OpSpec(op, entries, shared, legacy, stub, arity, alpha, functor, kernel_file, host_file)
+    if is_params_stub(stub):  # several scalars: a params struct (mpsgen/params.py)
+        arity = params_arity(ctx.ws, op, stub, functor, arity)
+    kernel_file, host_file = _family_files(ctx, stub, options)
+    params = resolve_params(op, stub, carrier, functor, kernel_file, arity) if is_params_stub(stub) else None
+    return OpSpec(op, entries, shared, legacy, stub, arity, alpha, functor, kernel_file, host_file, params)
 
 
 def _filter_overloads(entries, overloads, nf):

@@ -171,12 +171,16 @@ def scan_checkout(checkout: Checkout) -> ScanReport:
     xfail_by_op = _xfail_by_op(checkout, notes)
     from mpsgen.resolve import ternary_takes_alpha
 
+    from mpsgen.params import with_params_arities
+
     ternary_alpha = ternary_takes_alpha(checkout)
+    with_params = with_params_arities(checkout)
 
     records = []
     for op in nf.op_names:
         entries = nf.op_entries(op)
-        records.append(_op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail_by_op, ternary_alpha))
+        records.append(_op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail_by_op, ternary_alpha,
+                                  with_params))
     records.sort(key=lambda r: r.op)
     return ScanReport(str(checkout.root), tuple(records), tuple(files), tuple(notes))
 
@@ -201,7 +205,8 @@ def _entry_backing(entry: YamlEntry, nf: NativeFunctions, kernels: dict[str, Mps
     return "none" if entry.dispatch else "composite"
 
 
-def _op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail_by_op, ternary_alpha) -> OpRecord:
+def _op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail_by_op, ternary_alpha,
+               with_params=frozenset()) -> OpRecord:
     from mpsgen.catalog import lookup
     from mpsgen.resolve import DispatchSite, is_legacy_line, is_shared_line, stub_candidates
 
@@ -222,7 +227,7 @@ def _op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail
 
     candidate = None
     if any(is_legacy_line(line) for e in entries for line in e.dispatch):
-        candidate = _candidate(op, shared, stub, functor, lookup, catalog, ternary_alpha, backing)
+        candidate = _candidate(op, shared, stub, functor, lookup, catalog, ternary_alpha, backing, with_params)
     xfail_keys = xfail_by_op.get(op, Counter())
     return OpRecord(
         op=op,
@@ -241,13 +246,16 @@ def _op_record(op, entries, nf, stubs, catalog, definitions, metal_groups, xfail
     )
 
 
-def _candidate(op, shared, stub, functor, lookup, catalog, ternary_alpha, backing) -> Candidate:
+def _candidate(op, shared, stub, functor, lookup, catalog, ternary_alpha, backing, with_params=frozenset()) -> Candidate:
+    from mpsgen.params import is_params_stub, params_candidate
     from mpsgen.resolve import SUPPORTED_SIGNATURES
 
     if not shared:
         return Candidate("port", "no shared `CPU, CUDA: ...` dispatch line (no stub to register)")
     if stub is None:
         return Candidate("port", f"no dispatch stub found for {op}")
+    if is_params_stub(stub):  # several scalars: a params struct (mpsgen/params.py)
+        return Candidate(*params_candidate(op, shared, stub, functor, lookup, catalog, backing, with_params))
     if not stub.supported:
         return Candidate("port", f"{stub.name} is {stub.signature}; mpsgen generates {SUPPORTED_SIGNATURES}")
     arity = len(shared[0].entry.tensor_inputs)
