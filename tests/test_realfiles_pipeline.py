@@ -20,7 +20,9 @@ def real_checkout(tmp_path, real_torch_files):
     root = tmp_path / "pytorch"
     shutil.copytree(real_torch_files, root)
     for sub in ("kernels", "operations"):
-        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True)
+        # the wheel's kernels/*.h headers stay: params structs must land in the real ones
+        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.h"))
     return root
 
 
@@ -73,7 +75,14 @@ def test_migrate_on_real_yaml_and_test_lists(real_checkout, op):
 
 
 def test_unsupported_real_signature_is_named(real_checkout):
-    result = run_cli(["-C", str(real_checkout), "migrate", "softplus"])
+    result = run_cli(["-C", str(real_checkout), "migrate", "index_copy"])
     assert result.exit_code == 2
-    assert "aten/src/ATen/native/Activation.h:" in result.stderr
-    assert "void(*)(TensorIteratorBase&, const Scalar&, const Scalar&)" in result.stderr
+    assert "aten/src/ATen/native/IndexKernel.h:" in result.stderr
+    assert "void(*)(TensorIterator&, int64_t, int64_t, int64_t)" in result.stderr
+
+
+def test_real_ternary_with_several_scalars_is_refused_precisely(real_checkout):
+    result = run_cli(["-C", str(real_checkout), "migrate", "addr"])
+    assert result.exit_code == 2
+    assert "addr is ternary with parameters (void(*)(TensorIterator&, const Scalar&, const Scalar&))" in result.stderr
+    assert "no exec_ternary_kernel_with_params" in result.stderr
