@@ -21,7 +21,7 @@ and `.mm` files, and the functor + registration macro. The rest goes through the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mpsgen.checkout import KERNELS_DIR, MPS_DIR, Workspace
 from mpsgen.cpp import mask_code, match_brace
@@ -49,7 +49,16 @@ KIND_WORDS = {"scalar": "Scalar", "bool": "bool", "optional": "optional<double>"
 # The c10 kernels a params functor is instantiated with (the params struct takes alpha's place).
 BASE_MACROS = {1: "REGISTER_UNARY_ALPHA_OP", 2: "REGISTER_BINARY_ALPHA_OP"}
 EXEC_WITH_PARAMS = {1: "exec_unary_kernel_with_params", 2: "exec_binary_kernel_with_params"}
-PARAMS_GROUPS = ("float",)
+PARAMS_GROUPS = ("float", "integer")
+# Metal types registered per group. bool is left out of `integer`: the CPU kernels of these ops do
+# not take bool either, and the host dispatch below does not let it through.
+PARAMS_TYPES = {"float": ("float", "half", "bfloat"), "integer": ("long", "int", "short", "uchar", "char")}
+# The host kernel's dtype dispatch for the registered groups.
+DISPATCH_MACROS = {
+    ("float",): "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, ",
+    ("integer",): "AT_DISPATCH_INTEGRAL_TYPES(",
+    ("float", "integer"): "AT_DISPATCH_ALL_TYPES_AND2(kHalf, kBFloat16, ",
+}
 
 _STRUCT = re.compile(r"\bstruct\s+(\w+)\s*(?::[^{;]*)?\{")
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"]+)[>\"][^\n]*$", re.M)
@@ -103,6 +112,7 @@ class ParamsSpec:
     header: str  # aten/src/ATen/native/mps/kernels/Activation.h
     macro: str  # REGISTER_SOFTPLUS_OP
     arity: int  # operands of the functor besides the params (the iterator's inputs)
+    groups: tuple[str, ...] = ("float",)  # dtype groups registered (known once the body is chosen)
 
     @property
     def include(self) -> str:
@@ -325,10 +335,9 @@ def _first_block(found, index: LineIndex):
 
 
 def registrations(spec: ParamsSpec, groups: tuple[str, ...]):
-    from mpsgen.dtypes import METAL_INPUT_TYPES
     from mpsgen.metal import Registration
 
-    return [Registration(spec.macro, (t,)) for g in groups for t in METAL_INPUT_TYPES[g]]
+    return [Registration(spec.macro, (t,)) for g in groups for t in PARAMS_TYPES[g]]
 
 
 def check_groups(groups: tuple[str, ...]) -> None:
@@ -336,8 +345,8 @@ def check_groups(groups: tuple[str, ...]) -> None:
     if other:
         raise MpsgenError(
             f"dtype group {other[0]!r} is not generated for a params kernel (its struct holds the "
-            "scalars in the input type)",
-            hint="use --dtypes float, and register other dtypes by hand",
+            "scalars in the input type, which is also the output type)",
+            hint="use --dtypes float and/or integer, and register other dtypes by hand",
         )
 
 
@@ -399,7 +408,7 @@ def resolve_params(op: str, stub: Stub, entry, functor: str, kernel_file: str, a
 
 def choose_params_functor(templates, *, op: str, name: str, params: ParamsSpec, expr: str | None,
                           dtypes: tuple[str, ...] | None):
-    """The functor (catalog body, --expr or placeholder) followed by the file's registration macro."""
+    """The functor: a catalog body, --expr or a placeholder."""
     from mpsgen.catalog import lookup
     from mpsgen.functor import ARITY_WORDS, OPERANDS, FunctorChoice, effective_groups, validate_expr
 
@@ -411,7 +420,7 @@ def choose_params_functor(templates, *, op: str, name: str, params: ParamsSpec, 
         check_groups(groups)
         used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", expr))
         text = templates.render("params_functor_expr.metal.j2", name=name, expr=expr.strip(), operands=operands,
-                                struct=params.struct, fields=params.fields, used=used)
+                                struct=params.struct, fields=params.fields, used=used, groups=groups)
         source = "expr"
     else:
         entry = lookup(name) or lookup(op)
@@ -431,6 +440,7 @@ def choose_params_functor(templates, *, op: str, name: str, params: ParamsSpec, 
                     f"(it handles {', '.join(entry.supports)})",
                     hint="drop that group from --dtypes, or pass --expr",
                 )
+            check_groups(groups)
             text = templates.render(entry.template_name, name=name, params=params.struct)
             source = "catalog"
         else:
@@ -440,15 +450,20 @@ def choose_params_functor(templates, *, op: str, name: str, params: ParamsSpec, 
                                     struct=params.struct, fields=params.fields, groups=groups,
                                     arity_word=ARITY_WORDS[params.arity])
             source = "placeholder"
-    text += "\n" + templates.render("params_register_macro.metal.j2", macro=params.macro, struct=params.struct,
-                                    base=BASE_MACROS[params.arity], name=name)
     return FunctorChoice(source, text, groups)
+
+
+def registration_macro(templates, params: ParamsSpec, name: str) -> str:
+    """`#define REGISTER_<OP>_OP(T)`: typedefs the struct for T and instantiates the c10 alpha kernel."""
+    return templates.render("params_register_macro.metal.j2", macro=params.macro, struct=params.struct,
+                            base=BASE_MACROS[params.arity], name=name)
 
 
 def render_host_kernel(templates, *, function: str, iterator_type: str, kernel_name: str, params: ParamsSpec) -> str:
     return templates.render(
         "params_host_kernel.mm.j2", function=function, parameters=host_parameters(iterator_type, params),
         struct=params.struct, inits=[i for f in params.fields for i in f.host_inits],
+        dispatch=DISPATCH_MACROS[tuple(g for g in PARAMS_GROUPS if g in params.groups)],
         exec_function=EXEC_WITH_PARAMS[params.arity], kernel_name=kernel_name,
     )
 
@@ -476,9 +491,11 @@ def plan_params_kernel(ws: Workspace, templates, spec, options) -> tuple[str, ..
         check_macros(params, available_macros(ws, kernel), spec.kernel_file)
         regs = registrations(params, groups)
     placeholder = bool(text) and choice.source == "placeholder"
+    params = replace(params, groups=groups)
     plan_header(ws, templates, params)
     plan_include(ws, spec.kernel_file, params.include)
-    plan_kernel(ws, spec.kernel_file, spec.functor, text, regs)
+    macro = "" if params.macro in kernel.own_macros else registration_macro(templates, params, spec.functor)
+    plan_kernel(ws, spec.kernel_file, spec.functor, text, regs, macro)
     if placeholder:
         after = ws.read(spec.kernel_file)
         line = after[: after.find(f"#error \"mpsgen: write the body of {spec.functor}_functor")].count("\n") + 1
@@ -496,7 +513,7 @@ def plan_params_kernel(ws: Workspace, templates, spec, options) -> tuple[str, ..
 def _groups_of_macro(kernel, params: ParamsSpec) -> tuple[str, ...]:
     """The groups an existing params functor is registered for through its own macro."""
     types = {reg.args[0] for reg, _ in kernel.registrations if reg.macro == params.macro and reg.args}
-    return ("float",) if types & {"float", "half", "bfloat"} else ()
+    return tuple(g for g in PARAMS_GROUPS if types & set(PARAMS_TYPES[g]))
 
 
 # ---- scan ----------------------------------------------------------------------------------------
