@@ -1,0 +1,153 @@
+"""mpsgen/params.py on small inputs: which stubs are params stubs, the model built from stub + schema,
+the header and include edits in each file style."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpsgen.checkout import Checkout, Workspace
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Location
+from mpsgen.nfyaml import NativeFunctions
+from mpsgen.params import build_params, camel_case, family_header, is_params_stub, plan_header, plan_include
+from mpsgen.stubs import Stub
+from mpsgen.templates import Templates
+
+KERNELS = "aten/src/ATen/native/mps/kernels"
+
+
+def stub(*params: str, name: str = "x_stub") -> Stub:
+    return Stub(name, "x_fn", params, Location("aten/src/ATen/native/X.h", 3), Location("aten/src/ATen/native/X.h", 2))
+
+
+def entry(schema: str):
+    text = f"- func: {schema}\n  dispatch:\n    CPU, CUDA: x_out\n"
+    return NativeFunctions(text, "native_functions.yaml").entries[0]
+
+
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        (("TensorIteratorBase&", "const Scalar&", "const Scalar&"), True),
+        (("TensorIterator&", "const Scalar&", "const Scalar&"), True),
+        (("TensorIteratorBase&", "std::optional<double>", "std::optional<double>", "std::optional<double>"), True),
+        (("TensorIteratorBase&", "const Scalar&", "bool"), True),
+        (("TensorIteratorBase&", "const Scalar&"), False),  # the alpha form of the plain kernels
+        (("TensorIteratorBase&",), False),
+        (("TensorIteratorBase&", "int64_t"), False),
+        (("const Tensor&", "const Scalar&", "const Scalar&"), False),
+    ],
+)
+def test_params_stubs_are_an_iterator_and_scalars(params, expected):
+    assert is_params_stub(stub(*params)) is expected
+
+
+def test_names_of_struct_macro_and_header():
+    spec = build_params(stub("TensorIteratorBase&", "const Scalar&", "const Scalar&", name="softplus_backward_stub"),
+                        entry("softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor"),
+                        "softplus_backward", f"{KERNELS}/ActivationKernel.metal", 2)
+    assert (spec.struct, spec.macro, spec.header) == (
+        "SoftplusBackwardParams", "REGISTER_SOFTPLUS_BACKWARD_OP", f"{KERNELS}/Activation.h")
+    assert spec.include == "ATen/native/mps/kernels/Activation.h"
+    assert camel_case("nan_to_num") == "NanToNum"
+    assert family_header(f"{KERNELS}/PointwiseOps.metal") == f"{KERNELS}/PointwiseOps.h"
+
+
+def test_fields_follow_the_schema_even_when_tensors_come_between():
+    spec = build_params(
+        stub("TensorIteratorBase&", "const Scalar&", "const Scalar&", "const Scalar&", "bool"),
+        entry("elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, "
+              "Tensor self_or_result) -> Tensor"),
+        "elu_backward", f"{KERNELS}/ActivationKernel.metal", 2)
+    assert [(f.name, f.kind) for f in spec.fields] == [
+        ("alpha", "scalar"), ("scale", "scalar"), ("input_scale", "scalar"), ("is_result", "bool")]
+    assert [line for f in spec.fields for line in f.struct_lines] == [
+        "T alpha;", "T scale;", "T input_scale;", "bool is_result;"]
+    assert [i for f in spec.fields for i in f.host_inits] == [
+        "alpha.to<scalar_t>()", "scale.to<scalar_t>()", "input_scale.to<scalar_t>()", "is_result"]
+
+
+def test_an_optional_carries_its_value_and_flag_with_the_default_resolved_on_the_host():
+    spec = build_params(stub("TensorIteratorBase&", "std::optional<double>"),
+                        entry("logit(Tensor self, float? eps=None) -> Tensor"), "logit",
+                        f"{KERNELS}/UnaryKernel.metal", 1, {"eps": "scalar_t(-1)"})
+    (field,) = spec.fields
+    assert field.struct_lines == ("T eps;", "bool has_eps;")
+    assert field.host_inits == ("eps.has_value() ? static_cast<scalar_t>(*eps) : scalar_t(-1)", "eps.has_value()")
+    assert spec.expr_names == ("eps", "has_eps")
+
+
+def test_a_stub_with_more_parameters_than_the_schema_is_refused():
+    with pytest.raises(MpsgenError) as caught:
+        build_params(stub("TensorIterator&", "const Scalar&", "double"),
+                     entry("huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor"),
+                     "huber_backward", f"{KERNELS}/PointwiseOps.metal", 3)
+    assert caught.value.message == (
+        "x_stub takes 2 parameters besides the iterator (const Scalar&, double) but huber_loss_backward has "
+        "1 non-tensor arguments (reduction)")
+    assert str(caught.value.location) == "aten/src/ATen/native/X.h:2"
+
+
+# ---- header and include edits --------------------------------------------------------------------
+
+
+def workspace(tmp_path, files: dict[str, str]) -> Workspace:
+    (tmp_path / "aten/src/ATen/native").mkdir(parents=True)
+    (tmp_path / "aten/src/ATen/native/native_functions.yaml").write_text("")
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode())
+    return Workspace(Checkout(tmp_path))
+
+
+def spec_for(kernel_file: str = f"{KERNELS}/FooKernel.metal"):
+    return build_params(stub("TensorIteratorBase&", "const Scalar&", "const Scalar&", name="foo_stub"),
+                        entry("foo(Tensor self, Scalar lo, Scalar hi) -> Tensor"), "foo", kernel_file, 1)
+
+
+def test_a_header_without_siblings_is_just_pragma_once(tmp_path):
+    ws = workspace(tmp_path, {})
+    plan_header(ws, Templates(), spec_for())
+    assert ws.read(f"{KERNELS}/Foo.h") == "#pragma once\n\ntemplate <typename T>\nstruct FooParams {\n  T lo;\n  T hi;\n};\n"
+    assert ws.plan().edits[0].created
+
+
+def test_a_header_keeps_crlf_and_a_missing_final_newline(tmp_path):
+    rel = f"{KERNELS}/Foo.h"
+    ws = workspace(tmp_path, {rel: "#pragma once\r\n\r\n// nothing yet"})
+    plan_header(ws, Templates(), spec_for())
+    assert ws.read(rel) == (
+        "#pragma once\r\n\r\n// nothing yet\r\n\r\ntemplate <typename T>\r\nstruct FooParams {\r\n  T lo;\r\n  T hi;\r\n};\r\n")
+
+
+def test_include_goes_to_its_sorted_place_in_a_sorted_block(tmp_path):
+    rel = f"{KERNELS}/FooKernel.metal"
+    ws = workspace(tmp_path, {rel: "#include <c10/metal/indexing.h>\n#include <metal_stdlib>\nusing namespace metal;\n"})
+    plan_include(ws, rel, "ATen/native/mps/kernels/Foo.h")
+    assert ws.read(rel).startswith("#include <ATen/native/mps/kernels/Foo.h>\n#include <c10/metal/indexing.h>\n")
+
+
+def test_include_goes_after_an_unsorted_block_and_not_into_preprocessor_branches(tmp_path):
+    rel = "aten/src/ATen/native/mps/operations/Foo.mm"
+    text = ("// comment\n#include <b.h>\n#include <a.h>\n\n#ifndef AT_PER_OPERATOR_HEADERS\n#include <ATen/Functions.h>\n"
+            "#endif\n")
+    ws = workspace(tmp_path, {rel: text})
+    plan_include(ws, rel, "ATen/native/mps/kernels/Foo.h")
+    assert ws.read(rel) == text.replace("#include <a.h>\n", "#include <a.h>\n#include <ATen/native/mps/kernels/Foo.h>\n")
+
+
+def test_include_already_there_changes_nothing(tmp_path):
+    rel = f"{KERNELS}/FooKernel.metal"
+    text = "#include <metal_stdlib>\n#include <ATen/native/mps/kernels/Foo.h>\n"
+    ws = workspace(tmp_path, {rel: text})
+    plan_include(ws, rel, "ATen/native/mps/kernels/Foo.h")
+    assert ws.read(rel) == text
+
+
+def test_an_include_in_a_comment_does_not_count(tmp_path):
+    rel = f"{KERNELS}/FooKernel.metal"
+    text = "// #include <ATen/native/mps/kernels/Foo.h>\n#include <metal_stdlib>\n"
+    ws = workspace(tmp_path, {rel: text})
+    plan_include(ws, rel, "ATen/native/mps/kernels/Foo.h")
+    assert ws.read(rel) == text.replace("#include <metal_stdlib>\n", "#include <ATen/native/mps/kernels/Foo.h>\n#include <metal_stdlib>\n")
