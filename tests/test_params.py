@@ -164,3 +164,21 @@ def test_ternary_with_a_scalar_stays_refused_precisely(tmp_path):
     assert result.exit_code == 2
     assert "addcmul is ternary with a Scalar (void(*)(TensorIteratorBase&, const Scalar&)), but exec_ternary_kernel" in result.stderr
     assert "no exec_ternary_kernel_with_params either" in result.stderr
+
+
+def test_new_op_gives_a_params_op_without_mps_kernel_the_same_kernel(tmp_path):
+    root = copy_checkout(tmp_path)
+    nf = root / "aten/src/ATen/native/native_functions.yaml"
+    nf.write_text(nf.read_text().replace("    MPS: softplus_out_mps\n", ""))
+    migrate = run_cli(["-C", str(copy_checkout(tmp_path / "m")), "migrate", "softplus", "--dry-run"]).stdout
+    result = run_cli(["-C", str(root), "new-op", "softplus", "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    for rel in (f"{KERNELS}/Activation.h", f"{KERNELS}/ActivationKernel.metal", f"{OPERATIONS}/ActivationKernel.mm"):
+        assert _section(result.stdout, rel) == _section(migrate, rel) != ""
+
+
+def _section(diff: str, rel: str) -> str:
+    """The part of a multi-file diff about one file."""
+    start = diff.index(f"diff --git a/{rel} ")
+    end = diff.find("diff --git ", start + 1)
+    return diff[start:] if end < 0 else diff[start:end]

@@ -151,3 +151,20 @@ def test_an_include_in_a_comment_does_not_count(tmp_path):
     ws = workspace(tmp_path, {rel: text})
     plan_include(ws, rel, "ATen/native/mps/kernels/Foo.h")
     assert ws.read(rel) == text.replace("#include <metal_stdlib>\n", "#include <ATen/native/mps/kernels/Foo.h>\n#include <metal_stdlib>\n")
+
+
+def test_an_op_without_catalog_body_gets_a_placeholder_that_stops_the_build():
+    from mpsgen.params import choose_params_functor
+
+    choice = choose_params_functor(Templates(), op="foo", name="foo", params=spec_for(), expr=None, dtypes=None)
+    assert choice.source == "placeholder" and choice.groups == ("float",)
+    assert choice.text == (
+        "struct foo_functor {\n"
+        '#error "mpsgen: write the body of foo_functor (unary; params.lo, params.hi; dtype groups: float), '
+        'then delete this line"\n'
+        "  template <typename T>\n"
+        "  inline T operator()(const T x, const FooParams<T> params) {\n"
+        "    return x;\n"
+        "  }\n"
+        "};\n"
+    )
