@@ -271,7 +271,9 @@ def _atomic_write(path: Path, data: bytes, stat: os.stat_result | None) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if stat is not None:
+        if stat is None:  # a new file: the mode any editor's save would give it, not mkstemp's 0600
+            os.chmod(tmp, 0o666 & ~_umask())
+        else:
             os.chmod(tmp, stat.st_mode & 0o7777)
             if (stat.st_uid, stat.st_gid) != (os.getuid(), os.getgid()):
                 try:
@@ -283,6 +285,12 @@ def _atomic_write(path: Path, data: bytes, stat: os.stat_result | None) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_directory(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_directory(directory: Path) -> None:

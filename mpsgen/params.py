@@ -197,33 +197,34 @@ def plan_header(ws: Workspace, templates, spec: ParamsSpec) -> None:
     conventions of the other kernels/*.h headers); a struct of that name already there is kept."""
     struct_text = templates.render("params_struct.h.j2", struct=spec.struct, fields=spec.fields)
     rel = spec.header
+    declared = re.compile(rf"\bstruct\s+{re.escape(spec.struct)}\b")
     if not ws.exists(rel):
-        text = _new_header(ws, struct_text)
-        ws.write(rel, text)
-        line = text[: text.find(f"struct {spec.struct}")].count("\n") + 1
-        ws.add_change("params-struct", Location(rel, line), f"struct {spec.struct} (new header)")
-        return
-    text = ws.read(rel)
-    masked = mask_code(text)
-    newline = newline_of(text)
-    index = LineIndex(text)
-    if re.search(rf"\bstruct\s+{re.escape(spec.struct)}\b", masked):
-        line = index.line_of(re.search(rf"\bstruct\s+{re.escape(spec.struct)}\b", masked).start())
-        ws.add_note(f"{Location(rel, line)}: struct {spec.struct} already exists; kept as is")
-        return
-    body = struct_text.replace("\n", newline)
-    ends = _struct_ends(masked)
-    if ends:
-        anchor = ends[-1]
-        insert = newline + body
+        after = _new_header(ws, struct_text)
+        detail = f"struct {spec.struct} (new header)"
     else:
-        anchor = _before_trailing_else(masked, index)
-        insert = body + newline if anchor < len(text) else (newline if text.strip() else "") + body
-        if anchor == len(text) and text and not text.endswith(("\n", "\r")):
-            insert = newline + insert
-    ws.write(rel, replace_spans(text, [(anchor, anchor, insert)]))
-    line = index.line_of(anchor) + (1 if insert.startswith(newline) else 0) if anchor < len(text) else index.line_count + 2
-    ws.add_change("params-struct", Location(rel, line), f"struct {spec.struct}")
+        text = ws.read(rel)
+        masked = mask_code(text)
+        existing = declared.search(masked)
+        if existing:
+            ws.add_note(f"{Location(rel, masked.count(chr(10), 0, existing.start()) + 1)}: struct {spec.struct} already exists; kept as is")
+            return
+        newline = newline_of(text)
+        body = struct_text.replace("\n", newline)
+        ends = _struct_ends(masked)
+        if ends:
+            anchor, insert = ends[-1], newline + body
+        else:
+            anchor = _before_wrapper_else(masked)
+            if anchor < len(text):
+                insert = body + newline
+            else:
+                ending = "" if not text or text.endswith(("\n", "\r")) else newline
+                insert = ending + (newline if text.strip() else "") + body
+        after = replace_spans(text, [(anchor, anchor, insert)])
+        detail = f"struct {spec.struct}"
+    ws.write(rel, after)
+    where = declared.search(mask_code(after)).start()
+    ws.add_change("params-struct", Location(rel, after.count("\n", 0, where) + 1), detail)
 
 
 def _struct_ends(masked: str) -> list[int]:
@@ -243,11 +244,14 @@ def _struct_ends(masked: str) -> list[int]:
         pos = end
 
 
-def _before_trailing_else(masked: str, index: LineIndex) -> int:
-    """Where a header wrapped in `#if ... #else #error ... #endif` ends its code: before the `#else`."""
-    for match in re.finditer(r"^[ \t]*#[ \t]*else\b", masked, re.M):
-        return index.start_of(index.line_of(match.start()))
-    return len(masked)
+def _before_wrapper_else(masked: str) -> int:
+    """Where a header wrapped in `#if ... #pragma once ... #else #error ... #endif` ends its code:
+    the start of its last `#else` line (the end of the text when it has no such wrapper)."""
+    first = re.search(r"^[ \t]*#[ \t]*(\w+)", masked, re.M)
+    elses = list(re.finditer(r"^[ \t]*#[ \t]*else\b", masked, re.M))
+    if first is None or not first.group(1).startswith("if") or not elses:
+        return len(masked)
+    return elses[-1].start()
 
 
 def _new_header(ws: Workspace, struct_text: str) -> str:
@@ -262,11 +266,10 @@ def _new_header(ws: Workspace, struct_text: str) -> str:
         prologue = text[: pragma.end()]
         epilogue = ""
         if re.search(r"^[ \t]*#[ \t]*if", prologue, re.M):
-            masked = mask_code(text)
-            trailing = re.search(r"^[ \t]*#[ \t]*else\b", masked, re.M)
-            if trailing is None:
+            wrapper_else = _before_wrapper_else(mask_code(text))
+            if wrapper_else == len(text):
                 continue
-            epilogue = newline + text[trailing.start():]
+            epilogue = newline + text[wrapper_else:]
         return prologue + newline + struct_text.replace("\n", newline) + epilogue
     return "#pragma once\n\n" + struct_text
 

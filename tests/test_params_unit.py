@@ -168,3 +168,28 @@ def test_an_op_without_catalog_body_gets_a_placeholder_that_stops_the_build():
         "  }\n"
         "};\n"
     )
+
+
+def test_a_created_header_gets_the_usual_file_mode_not_a_temp_files(tmp_path):
+    import os
+    import stat
+
+    from mpsgen.apply import apply_plan
+
+    ws = workspace(tmp_path, {f"{KERNELS}/FooKernel.metal": "#include <metal_stdlib>\n"})
+    plan_header(ws, Templates(), spec_for())
+    old = os.umask(0o022)
+    try:
+        apply_plan(ws.plan())
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / KERNELS / "Foo.h").stat().st_mode) == 0o644
+
+
+def test_a_wrapped_header_without_structs_gets_the_struct_before_its_else(tmp_path):
+    rel = f"{KERNELS}/Foo.h"
+    text = "#if !defined(STABLE)\n#pragma once\n\n#else\n#error \"no\"\n#endif\n"
+    ws = workspace(tmp_path, {rel: text})
+    plan_header(ws, Templates(), spec_for())
+    assert ws.read(rel) == text.replace("\n#else", "\ntemplate <typename T>\nstruct FooParams {\n  T lo;\n  T hi;\n};\n\n#else")
+    assert [str(c) for c in ws.plan().changes] == [f"{rel}:5: params-struct: struct FooParams"]
