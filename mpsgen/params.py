@@ -282,7 +282,7 @@ def plan_include(ws: Workspace, rel: str, header: str) -> None:
     block is sorted, else after its last line. Nothing when the file includes it already."""
     text = ws.read(rel)
     masked = mask_code(text)
-    found = [(m, depth) for m, depth in _includes(text, masked)]
+    found = list(_includes(text, masked))
     if any(m.group(2) == header for m, _ in found):
         return
     newline = newline_of(text)

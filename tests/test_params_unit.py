@@ -193,3 +193,21 @@ def test_a_wrapped_header_without_structs_gets_the_struct_before_its_else(tmp_pa
     plan_header(ws, Templates(), spec_for())
     assert ws.read(rel) == text.replace("\n#else", "\ntemplate <typename T>\nstruct FooParams {\n  T lo;\n  T hi;\n};\n\n#else")
     assert [str(c) for c in ws.plan().changes] == [f"{rel}:5: params-struct: struct FooParams"]
+
+
+def test_scan_tiers_of_params_stubs():
+    from mpsgen.params import params_candidate
+    from mpsgen.resolve import DispatchSite
+
+    softplus = entry("softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)")
+    shared = (DispatchSite(softplus, softplus.dispatch[0]),)
+    two = stub("TensorIteratorBase&", "const Scalar&", "const Scalar&", name="softplus_stub")
+    nothing = lambda name, catalog: None  # noqa: E731 - no catalog body
+    assert params_candidate("softplus", shared, two, "softplus", nothing, {}, "mpsgraph", frozenset({1, 2})) == (
+        "expr", "params stub (beta, threshold in SoftplusParams), no catalog body: pass --expr over x and beta, threshold")
+    assert params_candidate("softplus", shared, two, "softplus", nothing, {}, "mpsgraph", frozenset({2})) == (
+        "port", "void(*)(TensorIteratorBase&, const Scalar&, const Scalar&) needs "
+                "MetalShaderLibrary::exec_unary_kernel_with_params, which this checkout lacks")
+    three = stub("TensorIteratorBase&", "const Scalar&", "const Scalar&", "bool", name="softplus_stub")
+    tier, reason = params_candidate("softplus", shared, three, "softplus", nothing, {}, "mpsgraph", frozenset({1, 2}))
+    assert tier == "port" and reason.startswith("softplus_stub takes 3 parameters besides the iterator")
