@@ -378,6 +378,9 @@ GOOD = 'arity = 2\ndtypes = ["float"]\nsupports = ["float"]\ntemplate = "atan2.m
         (GOOD.replace('note = "n"\n', ""), "missing key 'note'"),
         (GOOD + "extra = 1\n", "unknown key 'extra'"),
         (GOOD.replace('supports = ["float"]', 'supports = ["int2float", "integer"]'), "both register"),
+        (GOOD + 'params = "beta"\n', "params must be a list"),
+        (GOOD + 'params = ["beta", "2x"]\n', "params must be argument names"),
+        (GOOD + 'params = ["beta"]\ndefaults = { gamma = "0" }\n', "default for 'gamma'"),
     ],
 )
 def test_invalid_catalog_is_refused_with_its_location(tmp_path, body, message):
