@@ -74,6 +74,7 @@ class ParamField:
     kind: str  # scalar | bool | optional | double
     declared: str  # the stub's parameter type, e.g. `const Scalar&`
     default: str = "scalar_t(0)"  # optional only: the value when not given (C++ in scalar_t)
+    default_known: bool = False  # the default comes from the catalog (the CPU kernel's), not a guess
 
     @property
     def struct_lines(self) -> tuple[str, ...]:
@@ -173,8 +174,8 @@ def build_params(stub: Stub, entry, functor: str, kernel_file: str, arity: int,
                 location=entry.location,
                 hint="the stub and the schema must list the same scalars in the same order",
             )
-        default = (defaults or {}).get(name, "scalar_t(0)")
-        fields.append(ParamField(name, kind, declared, default))
+        known = name in (defaults or {})
+        fields.append(ParamField(name, kind, declared, defaults[name] if known else "scalar_t(0)", known))
     name = camel_case(functor)
     return ParamsSpec(f"{name}Params", tuple(fields), family_header(kernel_file),
                       f"REGISTER_{functor.upper()}_OP", arity)
@@ -495,6 +496,10 @@ def plan_params_kernel(ws: Workspace, templates, spec, options) -> tuple[str, ..
         regs = registrations(params, groups)
     placeholder = bool(text) and choice.source == "placeholder"
     params = replace(params, groups=groups)
+    for field in params.fields:
+        if field.kind == "optional" and not field.default_known:
+            ws.add_note(f"{params.struct}.{field.name}: no catalog default for an unset {field.name}; the host passes "
+                        f"0 with has_{field.name} = false (resolve it as the CPU kernel does, in the host or the functor)")
     plan_header(ws, templates, params)
     plan_include(ws, spec.kernel_file, params.include)
     macro = "" if params.macro in kernel.own_macros else registration_macro(templates, params, spec.functor)

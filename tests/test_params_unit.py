@@ -211,3 +211,31 @@ def test_scan_tiers_of_params_stubs():
     three = stub("TensorIteratorBase&", "const Scalar&", "const Scalar&", "bool", name="softplus_stub")
     tier, reason = params_candidate("softplus", shared, three, "softplus", nothing, {}, "mpsgraph", frozenset({1, 2}))
     assert tier == "port" and reason.startswith("softplus_stub takes 3 parameters besides the iterator")
+
+
+def test_an_optional_without_a_known_default_is_reported(tmp_path):
+    from mpsgen.params import plan_params_kernel
+    from mpsgen.resolve import Options
+
+    class Spec:  # what plan_params_kernel reads of an OpSpec
+        op = functor = "foo"
+        kernel_file = f"{KERNELS}/FooKernel.metal"
+        host_file = "aten/src/ATen/native/mps/operations/FooKernel.mm"
+        iterator_type = "TensorIteratorBase&"
+        stub = stub("TensorIteratorBase&", "std::optional<double>", "std::optional<double>", name="foo_stub")
+        params = build_params(stub, entry("foo(Tensor self, float? lo=None, float? hi=None) -> Tensor"), "foo",
+                              kernel_file, 1, {"hi": "scalar_t(1)"})
+
+    ws = workspace(tmp_path, {
+        Spec.kernel_file: "#include <c10/metal/indexing.h>\n",
+        Spec.host_file: "#include <ATen/native/mps/OperationUtils.h>\n\nnamespace at::native {\n} // namespace at::native\n",
+        "c10/metal/indexing.h": "#define REGISTER_UNARY_ALPHA_OP(NAME, DTYPEI, DTYPEA, DTYPEO) x\n",
+    })
+    plan_params_kernel(ws, Templates(), Spec, Options())
+    notes = ws.plan().notes
+    assert ("FooParams.lo: no catalog default for an unset lo; the host passes 0 with has_lo = false "
+            "(resolve it as the CPU kernel does, in the host or the functor)") in notes
+    assert not [n for n in notes if n.startswith("FooParams.hi")]
+    host = ws.read(Spec.host_file)
+    assert "lo.has_value() ? static_cast<scalar_t>(*lo) : scalar_t(0)" in host
+    assert "hi.has_value() ? static_cast<scalar_t>(*hi) : scalar_t(1)" in host
