@@ -527,6 +527,14 @@ def _groups_of_macro(kernel, params: ParamsSpec) -> tuple[str, ...]:
 # ---- scan ----------------------------------------------------------------------------------------
 
 
+def ternary_params_hint(ws) -> str:
+    """What to say about a ternary op with scalars, from what this checkout's library declares."""
+    rel = f"{MPS_DIR}/MetalShaderLibrary.h"
+    if ws.exists(rel) and re.search(r"\bexec_ternary_kernel_with_params\s*\(", mask_code(ws.read(rel))):
+        return "this checkout has exec_ternary_kernel_with_params, which mpsgen does not generate kernels for yet: write the kernel by hand"
+    return "this checkout's MetalShaderLibrary has no exec_ternary_kernel_with_params either: write the kernel by hand"
+
+
 def with_params_arities(checkout) -> frozenset[int]:
     """The operand counts the checkout's MetalShaderLibrary has a `_with_params` launcher for."""
     return frozenset(arity for arity in EXEC_WITH_PARAMS if exec_with_params_available(checkout, arity))

@@ -19,7 +19,7 @@ from mpsgen.checkout import (
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 from mpsgen.nfyaml import DispatchLine, NativeFunctions, YamlEntry, validate_entry
-from mpsgen.params import ParamsSpec, is_params_stub, params_arity, resolve_params
+from mpsgen.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
 from mpsgen.stubs import Stub, find_stub, read_stubs
 
 # Where a stub's header sends its kernel and host code.
@@ -190,7 +190,7 @@ def resolve_op(ctx: Context, op: str, options: Options, mode: str) -> OpSpec:
         raise MpsgenError(
             f"{op} is ternary with a Scalar ({stub.signature}), but exec_ternary_kernel in this checkout takes no scalar",
             location=stub.type_location or stub.location,
-            hint="this checkout's MetalShaderLibrary has no exec_ternary_kernel_with_params either: write the kernel by hand",
+            hint=ternary_params_hint(ctx.ws),
         )
     # The functor is named after the stub: unique even when overloads of one op use different stubs.
     functor = stub.name[: -len("_stub")] if stub.name.endswith("_stub") else stub.name

@@ -182,3 +182,15 @@ def _section(diff: str, rel: str) -> str:
     start = diff.index(f"diff --git a/{rel} ")
     end = diff.find("diff --git ", start + 1)
     return diff[start:] if end < 0 else diff[start:end]
+
+
+def test_ternary_hint_follows_what_the_library_declares(tmp_path):
+    root = copy_checkout(tmp_path)
+    library = root / "aten/src/ATen/native/mps/MetalShaderLibrary.h"
+    text = library.read_text()
+    library.write_text(text.replace("  template <typename T>\n  void exec_binary_kernel_with_params(",
+                                    "  template <typename T>\n  void exec_ternary_kernel_with_params(TensorIteratorBase& iter, T params);\n"
+                                    "  template <typename T>\n  void exec_binary_kernel_with_params(", 1))
+    result = run_cli(["-C", str(root), "migrate", "addcmul"])
+    assert result.exit_code == 2
+    assert "this checkout has exec_ternary_kernel_with_params, which mpsgen does not generate kernels for yet" in result.stderr
