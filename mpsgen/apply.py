@@ -22,14 +22,16 @@ def file_diff(edit: FileEdit, context: int = 3) -> str:
 
     Only the region between the first and last differing line is handed to difflib (with its
     context), so a two-line edit of a 27,000-line file costs what a two-line file would."""
-    return _file_diff_cached(edit.path, edit.before, edit.after, context)
+    return _file_diff_cached(edit.path, edit.before, edit.after, context, edit.created)
 
 
 @functools.lru_cache(maxsize=64)
-def _file_diff_cached(path: str, before_text: str, after_text: str, context: int) -> str:
+def _file_diff_cached(path: str, before_text: str, after_text: str, context: int, created: bool = False) -> str:
     before = before_text.splitlines(keepends=True)
     after = after_text.splitlines(keepends=True)
     out = [f"diff --git a/{path} b/{path}\n", f"--- a/{path}\n", f"+++ b/{path}\n"]
+    if created:  # git apply creates the file only from a /dev/null side
+        out[1:2] = ["new file mode 100644\n", "--- /dev/null\n"]
     for group in _grouped(line_opcodes(before, after), context):
         first, last = group[0], group[-1]
         out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
@@ -270,7 +272,9 @@ def _atomic_write(path: Path, data: bytes, stat: os.stat_result | None) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if stat is not None:
+        if stat is None:  # a new file: the mode any editor's save would give it, not mkstemp's 0600
+            os.chmod(tmp, 0o666 & ~_umask())
+        else:
             os.chmod(tmp, stat.st_mode & 0o7777)
             if (stat.st_uid, stat.st_gid) != (os.getuid(), os.getgid()):
                 try:
@@ -282,6 +286,12 @@ def _atomic_write(path: Path, data: bytes, stat: os.stat_result | None) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_directory(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_directory(directory: Path) -> None:

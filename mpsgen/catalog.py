@@ -50,6 +50,12 @@ TEMPLATE_SUBDIR = "functors"
 SPECIAL_PREFIX = "special_"
 
 _FIELDS = {"arity": int, "dtypes": list, "supports": list, "template": str, "note": str}
+# Bodies of params kernels (stubs with several scalars) also say which schema arguments they read
+# (`params = ["beta", "threshold"]`) and, for optional ones, the host-side default in scalar_t
+# (`defaults = { posinf = "std::numeric_limits<scalar_t>::max()" }`).
+# An op whose shared host function serves some dtypes itself, before the stub is called
+# (nan_to_num's copies integer inputs), lists their groups: `served_by_shared_code = ["integer"]`.
+_OPTIONAL_FIELDS = {"params": list, "defaults": dict, "served_by_shared_code": list}
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,9 @@ class CatalogEntry:
     supports: tuple[str, ...]
     template: str
     note: str
+    params: tuple[str, ...] = ()
+    defaults: tuple[tuple[str, str], ...] = ()
+    served_by_shared_code: tuple[str, ...] = ()  # dtype groups the shared host function serves itself
 
     @property
     def template_name(self) -> str:
@@ -98,7 +107,7 @@ def _entry(op: str, table: object, path: Path, text: str, template_dir: Path) ->
     where = Location(str(path), _table_line(text, op))
     if not isinstance(table, dict):
         raise MpsgenError(f"catalog entry {op!r} is not a table", location=where, hint=f"write it as [{op}]")
-    unknown = sorted(set(table) - set(_FIELDS))
+    unknown = sorted(set(table) - set(_FIELDS) - set(_OPTIONAL_FIELDS))
     missing = [key for key in _FIELDS if key not in table]
     if unknown or missing:
         problem = f"unknown key {unknown[0]!r}" if unknown else f"missing key {missing[0]!r}"
@@ -125,7 +134,19 @@ def _entry(op: str, table: object, path: Path, text: str, template_dir: Path) ->
         )
     if "\n" in table["note"] or not table["note"].strip():
         raise MpsgenError(f"catalog entry {op!r}: note must be one non-empty line", location=where)
-    return CatalogEntry(op, table["arity"], dtypes, supports, table["template"], table["note"])
+    for key, kind in _OPTIONAL_FIELDS.items():
+        if key in table and not isinstance(table[key], kind):
+            raise MpsgenError(f"catalog entry {op!r}: {key} must be a {kind.__name__}", location=where)
+    params = tuple(table.get("params", ()))
+    defaults = tuple((str(k), v) for k, v in table.get("defaults", {}).items())
+    if not all(isinstance(p, str) and p.isidentifier() for p in params):
+        raise MpsgenError(f"catalog entry {op!r}: params must be argument names", location=where)
+    stray = [k for k, v in defaults if k not in params or not isinstance(v, str)]
+    if stray:
+        raise MpsgenError(f"catalog entry {op!r}: default for {stray[0]!r}, which is not a string for one of its params",
+                          location=where)
+    served = _groups(op, "served_by_shared_code", table["served_by_shared_code"], where) if "served_by_shared_code" in table else ()
+    return CatalogEntry(op, table["arity"], dtypes, supports, table["template"], table["note"], params, defaults, served)
 
 
 def _groups(op: str, key: str, names: list, where: Location) -> tuple[str, ...]:

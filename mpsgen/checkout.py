@@ -158,15 +158,20 @@ class Workspace:
         from mpsgen.clangformat import format_planned_texts
 
         texts = {}
+        new_files: set[str] = set()
         for rel in sorted(self._overlay):
-            before = self.checkout.read(rel) if self.checkout.exists(rel) else ""
+            created = not self.checkout.exists(rel)
+            before = "" if created else self.checkout.read(rel)
             if before != self._overlay[rel]:
                 path_inside(self.checkout.root, rel)
                 texts[rel] = (before, self._overlay[rel])
+                if created:
+                    new_files.add(rel)
         formatted, note = format_planned_texts(self.checkout.root, texts)
         if note is not None:
             self.add_note(note)
-        edits = [FileEdit(rel, before, formatted[rel], sha256_text(before)) for rel, (before, _) in texts.items()]
+        edits = [FileEdit(rel, before, formatted[rel], sha256_text(before), rel in new_files)
+                 for rel, (before, _) in texts.items()]
         return Plan(
             root=str(self.checkout.root),
             edits=tuple(edits),

@@ -86,7 +86,7 @@ def main(ctx, checkout_dir, debug):
 def _kernel_options(func):
     options = [
         click.option("--expr", default=None, metavar="EXPR",
-                     help="Functor body as one Metal expression over x (unary); a, b (binary); a, b, c (ternary); alpha when the stub takes a Scalar."),
+                     help="Functor body as one Metal expression over x (unary); a, b (binary); a, b, c (ternary); alpha when the stub takes a Scalar; the schema's parameter names (beta, threshold, ...) when it takes several."),
         click.option("--dtypes", default=None, metavar="GROUPS",
                      help="Comma-separated dtype groups to register: float, int2float, integer, complex, bool. Default: the catalog's, else float."),
         click.option("--stub", default=None, metavar="NAME", help="Dispatch stub to register (default: resolved from the op's name)."),

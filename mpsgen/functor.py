@@ -30,8 +30,9 @@ def operands_for(arity: int, alpha: bool) -> tuple[str, ...]:
     return OPERANDS[arity] + (("alpha",) if alpha else ())
 
 
-def validate_expr(expr: str, operands: tuple[str, ...]) -> None:
-    """A single Metal expression over the operands: no statements, no blocks, no preprocessor."""
+def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] = ()) -> None:
+    """A single Metal expression over the operands (and `extra` names: a params struct's fields):
+    no statements, no blocks, no preprocessor."""
     for ch, what in _FORBIDDEN.items():
         if ch in expr:
             raise MpsgenError(
@@ -66,12 +67,13 @@ def validate_expr(expr: str, operands: tuple[str, ...]) -> None:
             raise MpsgenError(f"--expr must be a single expression; {match.group().strip()!r} follows an operand with no operator",
                               hint=f"join the parts with an operator, e.g. --expr \"{operands[0]} * {operands[0]}\"")
         name = match.group("name")
-        if name and name not in operands:
+        if name and name not in operands and name not in extra:
             called = i + 1 < len(tokens) and (tokens[i + 1].group("op") or "").startswith("(")
             if not called and not name.isupper() and name not in ("true", "false") and "::" not in name:
+                named = [n for n in extra if n != "params"]
                 raise MpsgenError(
                     f"--expr uses {name!r}, which is not an operand of this {ARITY_WORDS[len([o for o in operands if o != 'alpha'])]} op",
-                    hint=f"operands are {', '.join(operands)}",
+                    hint=f"operands are {', '.join(operands)}" + (f"; parameters {', '.join(named)}" if named else ""),
                 )
     if depth != 0:
         raise MpsgenError("--expr has an unbalanced `(`", hint="balance the parentheses")

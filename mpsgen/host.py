@@ -47,9 +47,10 @@ def find_helper_macro_uses(text: str, macro: str) -> list[tuple[str, int]]:
 
 
 def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, functor: str, arity: int,
-              alpha: bool, iterator_type: str, kernel_stem: str, registered: list) -> None:
+              alpha: bool, iterator_type: str, kernel_stem: str, registered: list, params=None) -> None:
     """Add the kernel function and its REGISTER_DISPATCH unless the stub is already registered
-    (`registered`: its MPS registrations, `mpsgen.facts.Views.registrations`)."""
+    (`registered`: its MPS registrations, `mpsgen.facts.Views.registrations`). `params` (a
+    `params.ParamsSpec`): the stub takes several scalars, passed as a params struct."""
     existing = registered
     if existing:
         ws.add_note(f"{existing[0].location}: {stub} is already registered for MPS ({existing[0].function}); kept as is")
@@ -61,7 +62,7 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
     exec_fn = EXEC_FUNCTIONS[arity]
 
     # A file whose helper macro does exactly this (same exec function, same iterator type, no alpha).
-    if not alpha:
+    if not alpha and params is None:
         for macro, param, body in helper_macros(text):
             if exec_fn in body and iterator_type.rstrip("&") + "&" in body.replace(" &", "&") and stub == f"{functor}_stub":
                 uses = find_helper_macro_uses(text, macro)
@@ -77,14 +78,22 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
 
     registrations = find_registrations(text, path)
     function_name = f"{functor}{function_suffix(registrations)}"
-    function_text = templates.render(
-        "host_kernel.mm.j2",
-        function=function_name,
-        iterator_type=iterator_type,
-        exec_function=exec_fn,
-        kernel_name=functor,
-        alpha=alpha,
-    )
+    if params is not None:
+        from mpsgen.params import host_signature, render_host_kernel
+
+        signature = host_signature(iterator_type, params)
+        function_text = render_host_kernel(templates, function=function_name, iterator_type=iterator_type,
+                                           kernel_name=functor, params=params)
+    else:
+        signature = f"{iterator_type} iter{', const Scalar& alpha' if alpha else ''}"
+        function_text = templates.render(
+            "host_kernel.mm.j2",
+            function=function_name,
+            iterator_type=iterator_type,
+            exec_function=exec_fn,
+            kernel_name=functor,
+            alpha=alpha,
+        )
     semicolon, ampersand = dispatch_style(text, registrations)
     register_text = templates.render("register_dispatch.mm.j2", stub=stub, function=function_name,
                                      semicolon=semicolon, ampersand=ampersand)
@@ -135,7 +144,7 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
         spans.append((anchor, anchor, block.replace("\n", newline) if newline != "\n" else block))
         function_line = register_line = index.line_of(anchor)
     ws.write(path, replace_spans(text, spans))
-    ws.add_change("host-stub", Location(path, function_line), f"static void {function_name}({iterator_type} iter{', const Scalar& alpha' if alpha else ''})")
+    ws.add_change("host-stub", Location(path, function_line), f"static void {function_name}({signature})")
     ws.add_change("register", Location(path, register_line), register_text.strip())
 
 

@@ -174,9 +174,11 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
     return out
 
 
-def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, registrations: list[Registration]) -> None:
+def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, registrations: list[Registration],
+                registration_macro: str = "") -> None:
     """Add `functor_text` after the file's last functor and the registrations after its last
-    registration line (the file keeps one registration block), skipping what is already there."""
+    registration line (the file keeps one registration block), skipping what is already there.
+    `registration_macro`: a `#define` the new registration lines use, written just before them."""
     text = ws.read(path)
     kernel = read_kernel_file(text, path)
     newline = newline_of(text)
@@ -210,6 +212,8 @@ def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, regis
         lines = "".join(reg.render() + newline for reg in plain)
         if guarded:
             lines += guard + newline + "".join(reg.render() + newline for reg in guarded) + "#endif" + newline
+        if registration_macro:
+            lines = registration_macro.replace("\n", newline) + lines
         if kernel.registrations:
             anchor = max(off for _, off in kernel.registrations)
             # the #endif closing a guarded group belongs to the block

@@ -42,6 +42,7 @@ class FileEdit:
     before: str
     after: str
     before_sha256: str
+    created: bool = False  # the file does not exist yet
 
     @property
     def changed(self) -> bool:

@@ -24,6 +24,14 @@ def plan_native_kernel(views: Views, templates: Templates, spec: OpSpec, options
         reg = facts.registrations[0]
         ws.add_note(f"{reg.location}: {spec.op} is already native Metal ({spec.stub.name} -> {reg.function})")
         return
+    if spec.params is not None:  # several scalars: a params struct (mpsgen/params.py)
+        from mpsgen.expectations import plan_expectations
+        from mpsgen.params import plan_params_kernel
+
+        plan_dispatch(ws, spec)
+        registered = plan_params_kernel(views, templates, spec, options)
+        add_next_steps(ws, spec, plan_expectations(views, facts, registered, drop_undefined=options.drop_undefined))
+        return
     kernel = views.kernel(spec.kernel_file)
     existing = spec.functor in kernel.file.functors and options.dtypes is None and options.expr is None
     if existing:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from mpsgen.checkout import KERNELS_DIR, OPERATIONS_DIR
 from mpsgen.errors import MpsgenError
-from mpsgen.facts import DispatchSite, OpFacts, Views, read_op
+from mpsgen.facts import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
 from mpsgen.nfyaml import YamlEntry, validate_entry
+from mpsgen.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
 from mpsgen.stubs import Stub
 
 # Where a stub's header sends its kernel and host code.
@@ -21,7 +22,7 @@ FAMILY_FILES = {
 
 SUPPORTED_SIGNATURES = (
     "void(*)(TensorIteratorBase&), void(*)(TensorIterator&), "
-    "or either with one `const Scalar&`"
+    "either with one `const Scalar&`, or with several Scalar / bool / std::optional<double> parameters"
 )
 
 
@@ -49,6 +50,7 @@ class OpSpec:
     functor: str
     kernel_file: str
     host_file: str
+    params: ParamsSpec | None = None  # stubs with several scalars: see mpsgen/params.py
 
     @property
     def op(self) -> str:
@@ -95,9 +97,13 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     if problem is not None:
         raise problem
     stub = facts.stub
+    carrier = facts.shared[0].entry
+    arity = len(carrier.tensor_inputs)
     kernel_file, host_file = _family_files(views, stub, options)
-    return OpSpec(facts, stub, len(facts.shared[0].entry.tensor_inputs), stub.scalar_count == 1,
-                  facts.functor, kernel_file, host_file)
+    if is_params_stub(stub):
+        params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file)
+        return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params)
+    return OpSpec(facts, stub, arity, stub.scalar_count == 1, facts.functor, kernel_file, host_file)
 
 
 def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], legacy: tuple[DispatchSite, ...],
@@ -144,11 +150,11 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 hint=f"did you mean: {', '.join(close)}?" if close else "name a stub declared with DECLARE_DISPATCH in aten/src/ATen/native/*.h",
             )
         return MpsgenError(stub_problem, location=shared[0].line.location, hint="pass --stub NAME")
-    if not stub.supported:
+    if not stub.supported and not is_params_stub(stub):
         return MpsgenError(
             f"stub {stub.name} has signature {stub.signature}, which mpsgen cannot generate yet",
             location=stub.type_location or stub.location,
-            hint=f"supported: {SUPPORTED_SIGNATURES}; several scalars need exec_*_kernel_with_params and a params struct",
+            hint=f"supported: {SUPPORTED_SIGNATURES}",
         )
     reductions = [site.entry for site in shared if "reduction" in site.entry.tags]
     if reductions:
@@ -165,13 +171,27 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
             f"{carrier.name} takes {arity} tensor inputs; mpsgen generates unary, binary and ternary kernels",
             location=carrier.location,
         )
-    if arity == 3 and stub.scalar_count == 1 and not views.ternary_takes_alpha:
+    params_stub = is_params_stub(stub)
+    if params_stub:  # several scalars: a params struct (mpsgen/params.py)
+        try:
+            params_spec(views, op, stub, carrier, functor_name_of_stub(stub.name), arity)
+        except MpsgenError as exc:
+            return exc
+    if arity == 3 and stub.scalar_count == 1 and not params_stub and not views.ternary_takes_alpha:
         return MpsgenError(
             f"{op} is ternary with a Scalar ({stub.signature}), but exec_ternary_kernel in this checkout takes no scalar",
             location=stub.type_location or stub.location,
-            hint="a ternary kernel with a scalar needs exec_*_kernel_with_params and a params struct (not supported yet)",
+            hint=ternary_params_hint(views.ws),
         )
     return None
+
+
+def params_spec(views: Views, op: str, stub: Stub, carrier: YamlEntry, functor: str, arity: int,
+                kernel_file: str = f"{KERNELS_DIR}/x.metal") -> ParamsSpec:
+    """The params struct of a params stub (refused, raising, when the checkout has no launcher for
+    its operand count or the stub and the schema disagree)."""
+    arity = params_arity(views.ws, op, stub, functor, arity)
+    return resolve_params(op, stub, carrier, functor, kernel_file, arity)
 
 
 def _family_files(views: Views, stub: Stub, options: Options) -> tuple[str, str]:

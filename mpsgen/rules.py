@@ -13,6 +13,8 @@
   tested dtypes the kernel does not register (registered dtypes leave a list, a `None` entry becomes
   the explicit list of what is still missing, or goes), `SUPPORTED_COMPLEX_OPS` holds every key of an
   op whose kernel registers complex, and `dtypesIfMPS` is never narrowed.
+- **Served by shared code**: dtypes an op's shared host function serves before calling the stub
+  (the catalog's `served_by_shared_code`, e.g. nan_to_num copies integer inputs) count as covered.
 - **Keys**: `name + variant_test_name` of the op's OpInfos (python refs are not: test_mps builds
   its tests from `op_db` only).
 """
@@ -118,18 +120,33 @@ def guarded_dtypes(facts: OpFacts) -> frozenset[str]:
     return frozenset(out)
 
 
+def served_by_shared_code(facts: OpFacts) -> frozenset[str]:
+    """Dtypes the op's shared host function serves itself, before calling the stub (the catalog
+    says so for the ops known to do it, e.g. nan_to_num copies integer inputs)."""
+    from mpsgen.catalog import lookup
+    from mpsgen.dtypes import torch_dtypes_for
+
+    entry = lookup(facts.op)
+    return torch_dtypes_for(entry.served_by_shared_code) if entry is not None else frozenset()
+
+
 def missing_coverage(views: Views, facts: OpFacts) -> tuple[frozenset[str], Expectation]:
     """The dtypes the tests expect to work that the functor is not registered for."""
     exp = expectation(views, facts)
-    return exp.expected - guarded_dtypes(facts) - facts.registered_dtypes, exp
+    covered = facts.registered_dtypes | served_by_shared_code(facts)
+    return exp.expected - guarded_dtypes(facts) - covered, exp
 
 
 # ------------------------------------------------------------------------------ choosing groups
 
 
-def groups_for_dtypes(dtypes: frozenset[str], supports: tuple[str, ...], promotes: bool) -> tuple[str, ...]:
+def groups_for_dtypes(dtypes: frozenset[str], supports: tuple[str, ...], promotes: bool, covers=None) -> tuple[str, ...]:
     """The groups of `supports` that register the dtypes (integer inputs: `int2float` when the op
-    promotes integers to float or the body only has that form, else `integer`)."""
+    promotes integers to float or the body only has that form, else `integer`; bool by its own group
+    where the chosen integer group does not register it: `covers`, as in `choose_groups`)."""
+    from mpsgen.dtypes import torch_dtypes_for
+
+    covers = covers or torch_dtypes_for
     chosen = set()
     if dtypes & FLOATS and "float" in supports:
         chosen.add("float")
@@ -141,7 +158,7 @@ def groups_for_dtypes(dtypes: frozenset[str], supports: tuple[str, ...], promote
             chosen.add("int2float")
         elif "integer" in supports:
             chosen.add("integer")
-    if "bool" in dtypes and not chosen & {"int2float", "integer"}:
+    if "bool" in dtypes and "bool" not in covers(tuple(chosen)):
         if "bool" in supports:
             chosen.add("bool")
         elif ints == {"bool"} and "int2float" in supports and promotes:
@@ -162,24 +179,27 @@ def choose_groups(
     explicit: tuple[str, ...] | None,
     body: str,
     minimal: bool = False,
+    covers=None,
 ) -> tuple[str, ...]:
     """The dtype groups to register. `supports`: what the body can serve; `defaults`: the groups to
     use when no OpInfo says what MPS tests; `explicit`: `--dtypes`; `minimal` (a placeholder body,
     still to be written): only the defaults and what the tests expect to work now. Refuses (exit 2)
-    when the result would not register a dtype the tests expect to work now."""
+    when the result would not register a dtype the tests expect to work now. `covers`: the torch
+    dtypes some groups register (default `mpsgen.dtypes.torch_dtypes_for`)."""
     from mpsgen.dtypes import torch_dtypes_for
 
+    covers = covers or torch_dtypes_for
     exp = expectation(views, facts)
     if explicit is not None:
         groups = explicit
     elif minimal:
-        wanted = exp.expected | torch_dtypes_for(defaults)
-        groups = groups_for_dtypes(wanted, supports, promotes_int_to_float(facts))
+        wanted = exp.expected | covers(defaults)
+        groups = groups_for_dtypes(wanted, supports, promotes_int_to_float(facts), covers)
     elif exp.tested is None:
         groups = defaults
     else:
-        groups = groups_for_dtypes(exp.tested, supports, promotes_int_to_float(facts)) or defaults
-    lost = sorted(exp.expected - torch_dtypes_for(groups))
+        groups = groups_for_dtypes(exp.tested, supports, promotes_int_to_float(facts), covers) or defaults
+    lost = sorted(exp.expected - covers(groups) - served_by_shared_code(facts))
     if lost:
         where = exp.source or "the default float32/float16"
         wanted = groups_for_dtypes(frozenset(lost), tuple(GROUPS), promotes_int_to_float(facts))
@@ -213,6 +233,7 @@ def plan_test_lists(views: Views, facts: OpFacts, registered: frozenset[str], *,
     from mpsgen.opinfo import plan_opinfo_edits
     from mpsgen.testlists import plan_testlist_edits
 
+    registered = registered | served_by_shared_code(facts)
     texts: dict[str, str] = {}
     changes: list = []
     for rel, refs in facts.opinfos:

@@ -238,11 +238,14 @@ def _op_record(views, op, entries, catalog, definitions, metal_groups, xfail_by_
 
 def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing) -> Candidate:
     from mpsgen.catalog import lookup
+    from mpsgen.params import is_params_stub, params_candidate
     from mpsgen.resolve import generation_problem
 
     problem = generation_problem(views, op, shared, legacy, stub, stub_problem, "migrate", entries=entries)
     if problem is not None:
         return Candidate("port", problem.message)
+    if is_params_stub(stub):  # several scalars: a params struct (mpsgen/params.py)
+        return Candidate(*params_candidate(views, op, shared, stub, functor, catalog, backing))
     arity = len(shared[0].entry.tensor_inputs)
     alpha = stub.scalar_count == 1
     entry = lookup(functor, catalog) or lookup(op, catalog)

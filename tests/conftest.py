@@ -26,6 +26,8 @@ TORCH_VERSION = "2.13.0"
 _WHEEL_LAYOUT = (
     ("torchgen/packaged/ATen/native/", "aten/src/ATen/native/", (".yaml",), False),
     ("torch/include/ATen/native/mps/", "aten/src/ATen/native/mps/", (".h",), False),
+    # params structs shared by host and Metal code (ELUParams, ClampScalarParams, ...)
+    ("torch/include/ATen/native/mps/kernels/", "aten/src/ATen/native/mps/kernels/", (".h",), False),
     ("torch/include/ATen/native/", "aten/src/ATen/native/", (".h",), False),
     ("torch/include/c10/metal/", "c10/metal/", (".h",), False),
     ("torch/testing/_internal/opinfo/", "torch/testing/_internal/opinfo/", (".py",), True),
@@ -97,7 +99,7 @@ def extract_checkout(wheel: Path, root: Path) -> None:
 @pytest.fixture(scope="session")
 def real_torch_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory laid out like a PyTorch checkout, filled from the torch 2.13.0 wheel:
-    native_functions.yaml (+ tags.yaml), ATen/native headers (and mps/), c10/metal headers,
+    native_functions.yaml (+ tags.yaml), ATen/native headers (and mps/, mps/kernels/), c10/metal headers,
     common_mps.py, common_methods_invocations.py and opinfo/. Skips when the wheel is unavailable."""
     try:
         wheel = _download_wheel(_wheel_cache())

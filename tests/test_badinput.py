@@ -102,10 +102,10 @@ CASES = {
     "unknown-stub": (lambda r: r"--stub hypot_stb: no such DECLARE_DISPATCH .*\(did you mean: hypot_stub, ",
                      ["new-op", "hypot", "--stub", "hypot_stb"]),
     "unsupported-stub-signature": (
-        lambda r: rf"aten/src/ATen/native/Activation\.h:{line_of(r, 'aten/src/ATen/native/Activation.h', 'softplus_fn')}: "
-                  r"stub softplus_stub has signature void\(\*\)\(TensorIteratorBase&, const Scalar&, const Scalar&\), "
+        lambda r: rf"aten/src/ATen/native/UnaryOps\.h:{line_of(r, 'aten/src/ATen/native/UnaryOps.h', 'polygamma_stub')}: "
+                  r"stub polygamma_stub has signature void\(\*\)\(TensorIteratorBase&, const int64_t\), "
                   r"which mpsgen cannot generate yet",
-        ["migrate", "softplus"]),
+        ["migrate", "polygamma"]),
     "new-op-on-a-legacy-op": (lambda r: rf"{NF}:\d+: atan2 is already served by a separate MPS kernel atan2_out_mps "
                                         r"\(use `mpsgen migrate atan2`", ["new-op", "atan2"]),
     "unknown-dtype-group": (lambda r: r"unknown dtype group 'quux' \(use a comma-separated list of: float, int2float",

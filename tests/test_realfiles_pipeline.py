@@ -20,7 +20,9 @@ def real_checkout(tmp_path, real_torch_files):
     root = tmp_path / "pytorch"
     shutil.copytree(real_torch_files, root)
     for sub in ("kernels", "operations"):
-        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True)
+        # the wheel's kernels/*.h headers stay: params structs must land in the real ones
+        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.h"))
     return root
 
 
@@ -73,7 +75,60 @@ def test_migrate_on_real_yaml_and_test_lists(real_checkout, op):
 
 
 def test_unsupported_real_signature_is_named(real_checkout):
-    result = run_cli(["-C", str(real_checkout), "migrate", "softplus"])
+    result = run_cli(["-C", str(real_checkout), "migrate", "index_copy"])
     assert result.exit_code == 2
-    assert "aten/src/ATen/native/Activation.h:" in result.stderr
-    assert "void(*)(TensorIteratorBase&, const Scalar&, const Scalar&)" in result.stderr
+    assert "aten/src/ATen/native/IndexKernel.h:" in result.stderr
+    assert "void(*)(TensorIterator&, int64_t, int64_t, int64_t)" in result.stderr
+
+
+def test_real_ternary_with_several_scalars_is_refused_precisely(real_checkout):
+    result = run_cli(["-C", str(real_checkout), "migrate", "addr"])
+    assert result.exit_code == 2
+    assert "addr is ternary with parameters (void(*)(TensorIterator&, const Scalar&, const Scalar&))" in result.stderr
+    assert "no exec_ternary_kernel_with_params" in result.stderr
+
+
+KERNEL_HEADERS = f"{MPS}/kernels"
+PARAMS_OPS = {
+    # op: (params header, struct, its fields in the schema's order)
+    "softplus": ("Activation.h", "SoftplusParams", ("T beta;", "T threshold;")),
+    "softplus_backward": ("Activation.h", "SoftplusBackwardParams", ("T beta;", "T threshold;")),
+    "threshold": ("Activation.h", "ThresholdParams", ("T threshold;", "T value;")),
+    "hardtanh_backward": ("Activation.h", "HardtanhBackwardParams", ("T min_val;", "T max_val;")),
+    "nan_to_num": ("Unary.h", "NanToNumParams",
+                   ("T nan;", "bool has_nan;", "T posinf;", "bool has_posinf;", "T neginf;", "bool has_neginf;")),
+}
+
+
+@pytest.mark.parametrize("op", sorted(PARAMS_OPS))
+def test_params_struct_lands_in_the_real_header_and_the_diff_applies(real_checkout, op):
+    header, struct, fields = PARAMS_OPS[op]
+    result = run_cli(["-C", str(real_checkout), "migrate", op, "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    added = _file_section(result.stdout, f"{KERNEL_HEADERS}/{header}")
+    body = ["+template <typename T>", f"+struct {struct} {{", *(f"+  {f}" for f in fields), "+};"]
+    assert "\n".join(body) in "\n".join(added)
+    assert not [line for line in added if line.startswith("-")]
+    _git_apply_check(real_checkout, result.stdout)
+    assert run_cli(["-C", str(real_checkout), "migrate", op]).exit_code == 0
+    after = snapshot(real_checkout)
+    again = run_cli(["-C", str(real_checkout), "migrate", op])
+    assert again.exit_code == 0 and "already native Metal" in again.stdout
+    assert snapshot(real_checkout) == after
+
+
+def test_params_struct_goes_inside_the_real_headers_stable_abi_guard(real_checkout):
+    assert run_cli(["-C", str(real_checkout), "migrate", "softplus"]).exit_code == 0
+    text = (real_checkout / KERNEL_HEADERS / "Activation.h").read_text(encoding="utf-8")
+    struct = text.index("struct SoftplusParams {")
+    assert text.index("struct ELUBackwardParams {") < struct < text.index("#else\n#error")
+    assert text.count("#pragma once") == 1
+
+
+def test_a_new_params_header_copies_the_real_headers_conventions(real_checkout):
+    assert run_cli(["-C", str(real_checkout), "migrate", "nan_to_num"]).exit_code == 0
+    created = (real_checkout / KERNEL_HEADERS / "Unary.h").read_text(encoding="utf-8")
+    sibling = (real_checkout / KERNEL_HEADERS / "Activation.h").read_text(encoding="utf-8")
+    first_two = "".join(sibling.splitlines(True)[:2])
+    assert first_two.endswith("#pragma once\n") and created.startswith(first_two + "\ntemplate <typename T>\n")
+    assert created.endswith(sibling[sibling.index("\n#else\n"):])

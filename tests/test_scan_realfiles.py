@@ -122,7 +122,13 @@ def test_structured_legacy_ops_are_candidates(records):
     for op in ("sgn", "acosh", "asinh", "atanh", "frac", "mish", "sign", "sigmoid_backward", "tanh_backward"):
         assert records[op].candidate is not None, op
         assert records[op].candidate.tier == "ready", (op, records[op].candidate)
-    assert records["softplus"].candidate.tier == "port"
+    for op in ("softplus", "softplus_backward", "threshold", "hardtanh_backward", "nan_to_num"):
+        assert records[op].candidate.tier == "ready", (op, records[op].candidate)
+        assert records[op].candidate.reason.startswith("params stub ("), records[op].candidate
+    assert records["addr"].candidate.tier == "port"
+    assert "no exec_ternary_kernel_with_params" in records["addr"].candidate.reason
+    assert records["index_copy"].candidate.tier == "port"
+    assert "int64_t" in records["index_copy"].candidate.reason
 
 
 def test_candidates_with_a_shared_line_agree_with_a_yaml_parse(real_checkout, report):

@@ -1,0 +1,597 @@
+"""Stubs whose extra parameters are several Scalars, bools or optional doubles (softplus, threshold,
+hardtanh_backward, nan_to_num, ...). They reach the kernel as one params struct, declared in a header
+shared by the host and the Metal code (`mps/kernels/<Family>.h`), as upstream's elu does:
+
+    template <typename T>
+    struct SoftplusParams {
+      T beta;
+      T threshold;
+    };
+
+The functor takes `(const T x, const SoftplusParams<T> params)` (binary: `(a, b, params)`), a small
+macro of the kernel file typedefs `SoftplusParams<T>` per dtype and instantiates the c10 alpha
+kernels with it, and the host kernel fills the struct in the common dtype and calls
+`exec_{unary,binary}_kernel_with_params`.
+
+This module holds the model (`ParamsSpec`, built from the stub and the schema) and the plans of the
+three things only params ops have: the struct in the header, the header's `#include` in the `.metal`
+and `.mm` files, and the functor + registration macro. The rest goes through the shared pipeline.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from mpsgen.checkout import KERNELS_DIR, MPS_DIR, Workspace
+from mpsgen.cpp import mask_code, match_brace
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Location
+from mpsgen.stubs import Stub
+from mpsgen.textedit import LineIndex, newline_of, replace_spans
+
+# Declared C++ parameter type (as `stubs.normalise_param` spells it) -> kind.
+STUB_KINDS = {
+    "const Scalar&": "scalar",
+    "Scalar": "scalar",
+    "const Scalar": "scalar",
+    "bool": "bool",
+    "const bool": "bool",
+    "std::optional<double>": "optional",
+    "optional<double>": "optional",
+    "const std::optional<double>&": "optional",
+    "double": "double",
+}
+# Schema argument type in native_functions.yaml -> kind.
+SCHEMA_KINDS = {"Scalar": "scalar", "bool": "bool", "float?": "optional", "float": "double"}
+KIND_WORDS = {"scalar": "Scalar", "bool": "bool", "optional": "optional<double>", "double": "double"}
+
+# The c10 kernels a params functor is instantiated with (the params struct takes alpha's place).
+BASE_MACROS = {1: "REGISTER_UNARY_ALPHA_OP", 2: "REGISTER_BINARY_ALPHA_OP"}
+EXEC_WITH_PARAMS = {1: "exec_unary_kernel_with_params", 2: "exec_binary_kernel_with_params"}
+PARAMS_GROUPS = ("float", "integer", "bool")
+# Metal types registered per group. bool is a group of its own, not part of `integer`: most of these
+# ops' CPU kernels take no bool, but where MPS tests one (threshold) it must not be lost.
+PARAMS_TYPES = {"float": ("float", "half", "bfloat"), "integer": ("long", "int", "short", "uchar", "char"),
+                "bool": ("bool",)}
+# The host kernel's dtype dispatch for the registered groups.
+DISPATCH_MACROS = {
+    ("float",): "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, ",
+    ("integer",): "AT_DISPATCH_INTEGRAL_TYPES(",
+    ("float", "integer"): "AT_DISPATCH_ALL_TYPES_AND2(kHalf, kBFloat16, ",
+    ("float", "bool"): "AT_DISPATCH_FLOATING_TYPES_AND3(kHalf, kBFloat16, kBool, ",
+    ("integer", "bool"): "AT_DISPATCH_INTEGRAL_TYPES_AND(kBool, ",
+    ("float", "integer", "bool"): "AT_DISPATCH_ALL_TYPES_AND3(kHalf, kBFloat16, kBool, ",
+}
+
+_STRUCT = re.compile(r"\bstruct\s+(\w+)\s*(?::[^{;]*)?\{")
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"]+)[>\"][^\n]*$", re.M)
+_PP_OPEN = re.compile(r"^[ \t]*#[ \t]*if(?:n?def)?\b")
+_PP_CLOSE = re.compile(r"^[ \t]*#[ \t]*endif\b")
+
+
+@dataclass(frozen=True)
+class ParamField:
+    """One extra parameter of the stub, named after the schema argument it carries."""
+
+    name: str
+    kind: str  # scalar | bool | optional | double
+    declared: str  # the stub's parameter type, e.g. `const Scalar&`
+    default: str = "scalar_t(0)"  # optional only: the value when not given (C++ in scalar_t)
+    default_known: bool = False  # the default comes from the catalog (the CPU kernel's), not a guess
+
+    @property
+    def struct_lines(self) -> tuple[str, ...]:
+        if self.kind == "bool":
+            return (f"bool {self.name};",)
+        if self.kind == "optional":
+            return (f"T {self.name};", f"bool has_{self.name};")
+        return (f"T {self.name};",)
+
+    @property
+    def host_inits(self) -> tuple[str, ...]:
+        """The struct's initialisers on the host, in the common dtype `scalar_t`."""
+        if self.kind == "scalar":
+            return (f"{self.name}.to<scalar_t>()",)
+        if self.kind == "double":
+            return (f"static_cast<scalar_t>({self.name})",)
+        if self.kind == "bool":
+            return (self.name,)
+        return (
+            f"{self.name}.has_value() ? static_cast<scalar_t>(*{self.name}) : {self.default}",
+            f"{self.name}.has_value()",
+        )
+
+    @property
+    def expr_names(self) -> tuple[str, ...]:
+        """Names an --expr may use for this field."""
+        return (self.name, f"has_{self.name}") if self.kind == "optional" else (self.name,)
+
+
+@dataclass(frozen=True)
+class ParamsSpec:
+    """What a params op needs beyond a plain stub kernel."""
+
+    struct: str  # SoftplusParams
+    fields: tuple[ParamField, ...]
+    header: str  # aten/src/ATen/native/mps/kernels/Activation.h
+    macro: str  # REGISTER_SOFTPLUS_OP
+    arity: int  # operands of the functor besides the params (the iterator's inputs)
+    groups: tuple[str, ...] = ("float",)  # dtype groups registered (known once the body is chosen)
+
+    @property
+    def include(self) -> str:
+        return self.header.removeprefix("aten/src/")
+
+    @property
+    def expr_names(self) -> tuple[str, ...]:
+        return tuple(n for f in self.fields for n in f.expr_names)
+
+
+def is_params_stub(stub: Stub) -> bool:
+    """An iterator and extra parameters that are Scalars, bools or optional doubles, other than the
+    single `const Scalar&` (alpha) form the plain kernels take."""
+    extras = stub.params[1:]
+    return (
+        stub.returns == "void"
+        and stub.iterator_type is not None
+        and bool(extras)
+        and extras != ("const Scalar&",)
+        and all(p in STUB_KINDS for p in extras)
+    )
+
+
+def camel_case(name: str) -> str:
+    """`softplus_backward` -> `SoftplusBackward`."""
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
+
+
+def family_header(kernel_file: str) -> str:
+    """The params header of a kernel file's family: `ActivationKernel.metal` -> `kernels/Activation.h`."""
+    stem = kernel_file.rsplit("/", 1)[-1].removesuffix(".metal")
+    stem = stem.removesuffix("Kernel") or stem
+    return f"{KERNELS_DIR}/{stem}.h"
+
+
+def build_params(stub: Stub, entry, functor: str, kernel_file: str, arity: int,
+                 defaults: dict[str, str] | None = None) -> ParamsSpec:
+    """The params of `stub` named after `entry`'s schema arguments, matched in order; a count or
+    kind that does not match is refused (the stub and the schema disagree: mpsgen cannot guess)."""
+    extras = stub.params[1:]
+    args = [(type_, name) for type_, name, kwarg_only in entry.arguments
+            if not type_.startswith("Tensor") and not (kwarg_only and "!" in type_)]
+    where = stub.type_location or stub.location
+    if len(args) != len(extras):
+        raise MpsgenError(
+            f"{stub.name} takes {len(extras)} parameters besides the iterator ({', '.join(extras)}) but "
+            f"{entry.name} has {len(args)} non-tensor arguments ({', '.join(n for _, n in args) or 'none'})",
+            location=where,
+            hint="pass --stub for the stub this overload goes through, or --overload for the matching overload",
+        )
+    fields = []
+    for declared, (type_, name) in zip(extras, args):
+        kind = STUB_KINDS[declared]
+        if SCHEMA_KINDS.get(type_) != kind:
+            raise MpsgenError(
+                f"{stub.name}'s parameter `{declared}` carries {entry.name}'s argument `{type_} {name}`, "
+                f"which is not a {KIND_WORDS[kind]}",
+                location=entry.location,
+                hint="the stub and the schema must list the same scalars in the same order",
+            )
+        known = name in (defaults or {})
+        fields.append(ParamField(name, kind, declared, defaults[name] if known else "scalar_t(0)", known))
+    name = camel_case(functor)
+    return ParamsSpec(f"{name}Params", tuple(fields), family_header(kernel_file),
+                      f"REGISTER_{functor.upper()}_OP", arity)
+
+
+def host_parameters(iterator_type: str, spec: ParamsSpec) -> list[str]:
+    """The host kernel's parameters: the stub's declared types, named after the schema."""
+    return [f"{iterator_type} iter"] + [f"{f.declared} {f.name}" for f in spec.fields]
+
+
+def host_signature(iterator_type: str, spec: ParamsSpec) -> str:
+    return ", ".join(host_parameters(iterator_type, spec))
+
+
+# ---- the header ----------------------------------------------------------------------------------
+
+
+def plan_header(ws: Workspace, templates, spec: ParamsSpec) -> None:
+    """Add the struct to the family's header after its last struct (or create the header with the
+    conventions of the other kernels/*.h headers); a struct of that name already there is kept."""
+    struct_text = templates.render("params_struct.h.j2", struct=spec.struct, fields=spec.fields)
+    rel = spec.header
+    declared = re.compile(rf"\bstruct\s+{re.escape(spec.struct)}\b")
+    if not ws.exists(rel):
+        after = _new_header(ws, struct_text)
+        detail = f"struct {spec.struct} (new header)"
+    else:
+        text = ws.read(rel)
+        masked = mask_code(text)
+        existing = declared.search(masked)
+        if existing:
+            ws.add_note(f"{Location(rel, masked.count(chr(10), 0, existing.start()) + 1)}: struct {spec.struct} already exists; kept as is")
+            return
+        newline = newline_of(text)
+        body = struct_text.replace("\n", newline)
+        ends = _struct_ends(masked)
+        if ends:
+            anchor, insert = ends[-1], newline + body
+        else:
+            anchor = _before_wrapper_else(masked)
+            if anchor < len(text):
+                insert = body + newline
+            else:
+                ending = "" if not text or text.endswith(("\n", "\r")) else newline
+                insert = ending + (newline if text.strip() else "") + body
+        after = replace_spans(text, [(anchor, anchor, insert)])
+        detail = f"struct {spec.struct}"
+    ws.write(rel, after)
+    where = declared.search(mask_code(after)).start()
+    ws.add_change("params-struct", Location(rel, after.count("\n", 0, where) + 1), detail)
+
+
+def _struct_ends(masked: str) -> list[int]:
+    """Offsets just past the line of each top-level struct definition's closing `};`."""
+    out = []
+    pos = 0
+    while True:
+        match = _STRUCT.search(masked, pos)
+        if not match:
+            return out
+        close = match_brace(masked, match.end() - 1)
+        if close < 0:
+            return out
+        end = masked.find("\n", close)
+        end = len(masked) if end < 0 else end + 1
+        out.append(end)
+        pos = end
+
+
+def _before_wrapper_else(masked: str) -> int:
+    """Where a header wrapped in `#if ... #pragma once ... #else #error ... #endif` ends its code:
+    the start of its last `#else` line (the end of the text when it has no such wrapper)."""
+    first = re.search(r"^[ \t]*#[ \t]*(\w+)", masked, re.M)
+    elses = list(re.finditer(r"^[ \t]*#[ \t]*else\b", masked, re.M))
+    if first is None or not first.group(1).startswith("if") or not elses:
+        return len(masked)
+    return elses[-1].start()
+
+
+def _new_header(ws: Workspace, struct_text: str) -> str:
+    """A header in the style of the checkout's other kernels/*.h headers: the same lines up to and
+    including `#pragma once`, and the same closing lines when they wrap the code in an `#if`."""
+    for rel in ws.checkout.glob(KERNELS_DIR, "*.h"):
+        text = ws.read(rel)
+        pragma = re.search(r"^[ \t]*#[ \t]*pragma[ \t]+once[^\n]*\n", text, re.M)
+        if not pragma:
+            continue
+        newline = newline_of(text)
+        prologue = text[: pragma.end()]
+        epilogue = ""
+        if re.search(r"^[ \t]*#[ \t]*if", prologue, re.M):
+            wrapper_else = _before_wrapper_else(mask_code(text))
+            if wrapper_else == len(text):
+                continue
+            epilogue = newline + text[wrapper_else:]
+        return prologue + newline + struct_text.replace("\n", newline) + epilogue
+    return "#pragma once\n\n" + struct_text
+
+
+# ---- includes ------------------------------------------------------------------------------------
+
+
+def plan_include(ws: Workspace, rel: str, header: str) -> None:
+    """`#include <header>` in `rel`'s first top-level include block: at its sorted place when the
+    block is sorted, else after its last line. Nothing when the file includes it already."""
+    text = ws.read(rel)
+    masked = mask_code(text)
+    found = list(_includes(text, masked))
+    if any(m.group(2) == header for m, _ in found):
+        return
+    newline = newline_of(text)
+    index = LineIndex(text)
+    block = _first_block(found, index)
+    line_text = f"#include <{header}>{newline}"
+    if not block:
+        pragma = re.search(r"^[ \t]*#[ \t]*pragma[ \t]+once[^\n]*\n", text, re.M)
+        anchor = pragma.end() if pragma else 0
+    else:
+        names = [m.group(2) for m in block]
+        if names == sorted(names):
+            after = [m for m in block if m.group(2) < header]
+            anchor = index.end_of(index.line_of(after[-1].start())) if after else index.start_of(index.line_of(block[0].start()))
+        else:
+            anchor = index.end_of(index.line_of(block[-1].start()))
+    ws.write(rel, replace_spans(text, [(anchor, anchor, line_text)]))
+    ws.add_change("include", Location(rel, index.line_of(anchor) if anchor < len(text) else index.line_count + 1),
+                  f"#include <{header}>")
+
+
+def _includes(text: str, masked: str):
+    """Each `#include` (outside comments) with the depth of the `#if` blocks around it."""
+    depth = 0
+    offset = 0
+    for raw, code in zip(text.split("\n"), masked.split("\n")):
+        if _PP_OPEN.match(code):
+            depth += 1
+        elif _PP_CLOSE.match(code):
+            depth = max(0, depth - 1)
+        elif code.lstrip().startswith("#"):
+            match = _INCLUDE.match(text, offset, offset + len(raw))
+            if match:
+                yield match, depth
+        offset += len(raw) + 1
+
+
+def _first_block(found, index: LineIndex):
+    """The first run of top-level includes on consecutive lines."""
+    block = []
+    for match, depth in found:
+        if depth:
+            if block:
+                break
+            continue
+        if block and index.line_of(match.start()) != index.line_of(block[-1].start()) + 1:
+            break
+        block.append(match)
+    return block
+
+
+# ---- the Metal side ------------------------------------------------------------------------------
+
+
+def registrations(spec: ParamsSpec, groups: tuple[str, ...]):
+    from mpsgen.metal import Registration
+
+    return [Registration(spec.macro, (t,)) for g in groups for t in PARAMS_TYPES[g]]
+
+
+def params_groups(groups) -> tuple[str, ...]:
+    """`groups` in registration order (bool stays a group of its own for params kernels)."""
+    return tuple(g for g in PARAMS_GROUPS if g in groups) + tuple(g for g in groups if g not in PARAMS_GROUPS)
+
+
+def check_groups(groups: tuple[str, ...]) -> None:
+    other = [g for g in groups if g not in PARAMS_GROUPS]
+    if other:
+        raise MpsgenError(
+            f"dtype group {other[0]!r} is not generated for a params kernel (its struct holds the "
+            "scalars in the input type, which is also the output type)",
+            hint="use --dtypes float, integer and/or bool, and register other dtypes by hand",
+        )
+    if params_groups(groups) not in DISPATCH_MACROS:
+        raise MpsgenError(
+            f"a params kernel for dtype groups {', '.join(groups)} has no host dispatch mpsgen writes",
+            hint="register float and/or integer as well",
+        )
+
+
+def check_macros(spec: ParamsSpec, macros: frozenset[str], path: str) -> None:
+    base = BASE_MACROS[spec.arity]
+    if base not in macros:
+        raise MpsgenError(
+            f"the checkout defines no {base} macro (looked in c10/metal/*.h and {path}), which a params "
+            "kernel is instantiated with",
+            hint="this checkout's Metal vocabulary differs from what mpsgen knows; register the functor by hand",
+        )
+
+
+def exec_with_params_available(ws: Workspace, arity: int) -> bool:
+    """Whether the checkout's MetalShaderLibrary declares the `_with_params` launcher for `arity`."""
+    rel = f"{MPS_DIR}/MetalShaderLibrary.h"
+    if arity not in EXEC_WITH_PARAMS or not ws.exists(rel):
+        return False
+    return re.search(rf"\b{EXEC_WITH_PARAMS[arity]}\s*\(", mask_code(ws.read(rel))) is not None
+
+
+# ---- the kernel: resolve, choose the body, plan every file ---------------------------------------
+
+
+def params_arity(ws: Workspace, op: str, stub: Stub, functor: str, schema_arity: int) -> int:
+    """The functor's operand count for a params stub, refused when the checkout has no launcher for
+    it. A catalog body that declares its params gives it (threshold's iterator holds self twice: `x`
+    and `other`); otherwise the schema's tensor inputs do."""
+    from mpsgen.catalog import lookup
+
+    catalogued = lookup(functor) or lookup(op)
+    arity = catalogued.arity if catalogued is not None and catalogued.params else schema_arity
+    where = stub.type_location or stub.location
+    if arity not in EXEC_WITH_PARAMS:
+        raise MpsgenError(
+            f"{op} is {'ternary' if arity == 3 else f'{arity}-ary'} with parameters ({stub.signature}), and this checkout's "
+            "MetalShaderLibrary has no exec_ternary_kernel_with_params",
+            location=where,
+            hint="a ternary kernel with several scalars has to be written by hand",
+        )
+    if not exec_with_params_available(ws, arity):
+        raise MpsgenError(
+            f"{stub.name} ({stub.signature}) needs MetalShaderLibrary::{EXEC_WITH_PARAMS[arity]}, which this "
+            f"checkout's {MPS_DIR}/MetalShaderLibrary.h does not declare",
+            location=where,
+            hint="update the checkout, or write the kernel by hand",
+        )
+    return arity
+
+
+def resolve_params(op: str, stub: Stub, entry, functor: str, kernel_file: str, arity: int) -> ParamsSpec:
+    """The ParamsSpec of an op whose stub is a params stub (optional defaults from the catalog)."""
+    from mpsgen.catalog import lookup
+
+    catalogued = lookup(functor) or lookup(op)
+    defaults = dict(catalogued.defaults) if catalogued is not None else {}
+    return build_params(stub, entry, functor, kernel_file, arity, defaults)
+
+
+def find_params_body(*, op: str, name: str, params: ParamsSpec, expr: str | None, dtypes: tuple[str, ...] | None):
+    """The functor body (`mpsgen.functor.Body`): a catalog body reading these params, --expr over the
+    operands and the params' names, or a placeholder."""
+    from mpsgen.catalog import lookup
+    from mpsgen.functor import OPERANDS, Body, validate_expr
+
+    field_names = tuple(f.name for f in params.fields)
+    if dtypes is not None:
+        check_groups(params_groups(dtypes))
+    if expr is not None:
+        validate_expr(expr, OPERANDS[params.arity], extra=params.expr_names + ("params",))
+        groups = params_groups(dtypes or ("float",))
+        return Body("expr", groups, groups, "the --expr body")
+    entry = lookup(name) or lookup(op)
+    if entry is not None and entry.params:
+        missing = [p for p in entry.params if p not in field_names]
+        if missing or entry.arity != params.arity:
+            raise MpsgenError(
+                f"the catalog's {entry.op} functor reads params {', '.join(entry.params)} with "
+                f"{entry.arity} operands, but {op}'s stub gives {', '.join(field_names)} with {params.arity}",
+                hint="pass --expr to write the body",
+            )
+        if dtypes is not None:
+            unsupported = [g for g in params_groups(dtypes) if g not in entry.supports]
+            if unsupported:
+                raise MpsgenError(
+                    f"the catalog's {entry.op} functor does not handle dtype group {unsupported[0]!r} "
+                    f"(it handles {', '.join(entry.supports)})",
+                    hint="drop that group from --dtypes, or pass --expr",
+                )
+        supports = tuple(g for g in entry.supports if g in PARAMS_GROUPS)
+        return Body("catalog", supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name)
+    return Body("placeholder", params_groups(dtypes) if dtypes else PARAMS_GROUPS, ("float",), "the placeholder body")
+
+
+def render_params_functor(templates, body, *, name: str, params: ParamsSpec, expr: str | None,
+                          groups: tuple[str, ...]):
+    """The functor text of `body` for `groups`."""
+    from mpsgen.functor import ARITY_WORDS, OPERANDS, FunctorChoice
+
+    operands = OPERANDS[params.arity]
+    if body.source == "expr":
+        used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", expr or ""))
+        text = templates.render("params_functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
+                                struct=params.struct, fields=params.fields, used=used, groups=groups)
+    elif body.source == "catalog":
+        text = templates.render(body.template, name=name, params=params.struct)
+    else:
+        text = templates.render("params_functor_placeholder.metal.j2", name=name, operands=operands,
+                                struct=params.struct, fields=params.fields, groups=groups,
+                                arity_word=ARITY_WORDS[params.arity])
+    return FunctorChoice(body.source, text, groups)
+
+
+def covered_dtypes(groups: tuple[str, ...]) -> frozenset[str]:
+    """The torch dtypes a params kernel registered for `groups` serves (bool is not in `integer`)."""
+    from mpsgen.facts import METAL_TO_TORCH
+
+    return frozenset(METAL_TO_TORCH[t] for g in groups if g in PARAMS_TYPES for t in PARAMS_TYPES[g])
+
+
+def registration_macro(templates, params: ParamsSpec, name: str) -> str:
+    """`#define REGISTER_<OP>_OP(T)`: typedefs the struct for T and instantiates the c10 alpha kernel."""
+    return templates.render("params_register_macro.metal.j2", macro=params.macro, struct=params.struct,
+                            base=BASE_MACROS[params.arity], name=name)
+
+
+def render_host_kernel(templates, *, function: str, iterator_type: str, kernel_name: str, params: ParamsSpec) -> str:
+    return templates.render(
+        "params_host_kernel.mm.j2", function=function, parameters=host_parameters(iterator_type, params),
+        struct=params.struct, inits=[i for f in params.fields for i in f.host_inits],
+        dispatch=DISPATCH_MACROS[tuple(g for g in PARAMS_GROUPS if g in params.groups)],
+        exec_function=EXEC_WITH_PARAMS[params.arity], kernel_name=kernel_name,
+    )
+
+
+def plan_params_kernel(views, templates, spec, options) -> frozenset[str]:
+    """Header struct, includes, functor + registrations and host kernel of a params op; returns the
+    torch dtypes the kernel registers."""
+    from mpsgen.functor import Body
+    from mpsgen.host import plan_host
+    from mpsgen.metal import plan_kernel
+    from mpsgen.rules import choose_groups
+
+    ws = views.ws
+    params = spec.params
+    kernel = views.kernel(spec.kernel_file)
+    existing = spec.functor in kernel.file.functors and options.dtypes is None and options.expr is None
+    if existing:
+        registered = kernel.registered.get(spec.functor)
+        groups = tuple(g for g in (registered.groups if registered else ()) if g in PARAMS_GROUPS)
+        groups = groups or _groups_of_macro(kernel.file, params)
+        if not groups:
+            raise MpsgenError(
+                f"struct {spec.functor}_functor exists in {spec.kernel_file} but is registered for no dtype",
+                hint="pass --dtypes to choose the dtype groups to register",
+            )
+        body = Body("existing", groups, groups, f"the existing {spec.functor}_functor")
+    else:
+        body = find_params_body(op=spec.op, name=spec.functor, params=params, expr=options.expr, dtypes=options.dtypes)
+    groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
+                           explicit=groups if existing else options.dtypes, body=body.describe,
+                           minimal=body.source == "placeholder", covers=covered_dtypes)
+    groups = params_groups(groups)
+    check_groups(groups)
+    if existing:
+        text, regs = "", []
+    else:
+        text = render_params_functor(templates, body, name=spec.functor, params=params, expr=options.expr,
+                                     groups=groups).text
+        check_macros(params, kernel.file.own_macros | views.c10_register_macros(), spec.kernel_file)
+        regs = registrations(params, groups)
+    params = replace(params, groups=groups)
+    for field in params.fields:
+        if field.kind == "optional" and not field.default_known:
+            ws.add_note(f"{params.struct}.{field.name}: no catalog default for an unset {field.name}; the host passes "
+                        f"0 with has_{field.name} = false (resolve it as the CPU kernel does, in the host or the functor)")
+    plan_header(ws, templates, params)
+    plan_include(ws, spec.kernel_file, params.include)
+    macro = "" if params.macro in kernel.file.own_macros else registration_macro(templates, params, spec.functor)
+    plan_kernel(ws, spec.kernel_file, spec.functor, text, regs, macro)
+    if body.source == "placeholder":
+        after = ws.read(spec.kernel_file)
+        struct = after.find(f"struct {spec.functor}_functor {{")
+        line = after[: after.find("#error", struct)].count("\n") + 1
+        ws.add_note(f"{Location(spec.kernel_file, line)}: fill in the body of {spec.functor}_functor (the #error stops the build there until you do)")
+    plan_include(ws, spec.host_file, params.include)
+    plan_include(ws, spec.host_file, "fmt/format.h")
+    plan_host(
+        ws, templates, spec.host_file, stub=spec.stub.name, functor=spec.functor, arity=params.arity,
+        alpha=False, iterator_type=spec.iterator_type,
+        kernel_stem=spec.kernel_file.rsplit("/", 1)[-1].removesuffix(".metal"),
+        registered=views.registrations(spec.stub.name), params=params,
+    )
+    return covered_dtypes(groups)
+
+
+def _groups_of_macro(kernel, params: ParamsSpec) -> tuple[str, ...]:
+    """The groups an existing params functor is registered for through its own macro."""
+    types = {reg.args[0] for reg, _ in kernel.registrations if reg.macro == params.macro and reg.args}
+    return tuple(g for g in PARAMS_GROUPS if types & set(PARAMS_TYPES[g]))
+
+
+# ---- scan ----------------------------------------------------------------------------------------
+
+
+def ternary_params_hint(ws) -> str:
+    """What to say about a ternary op with scalars, from what this checkout's library declares."""
+    rel = f"{MPS_DIR}/MetalShaderLibrary.h"
+    if ws.exists(rel) and re.search(r"\bexec_ternary_kernel_with_params\s*\(", mask_code(ws.read(rel))):
+        return "this checkout has exec_ternary_kernel_with_params, which mpsgen does not generate kernels for yet: write the kernel by hand"
+    return "this checkout's MetalShaderLibrary has no exec_ternary_kernel_with_params either: write the kernel by hand"
+
+
+def params_candidate(views, op: str, shared, stub: Stub, functor: str, catalog, backing: str) -> tuple[str, str]:
+    """(tier, reason) of a legacy op whose params stub `migrate` can generate (the resolver's refusals
+    were asked first): ready with a catalog body that reads these params, else --expr."""
+    from mpsgen.catalog import lookup
+    from mpsgen.resolve import params_spec
+
+    entry = lookup(functor, catalog) or lookup(op, catalog)
+    carrier = shared[0].entry
+    params = params_spec(views, op, stub, carrier, functor, len(carrier.tensor_inputs))
+    names = ", ".join(f.name for f in params.fields)
+    graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
+    if entry is not None and entry.params and set(entry.params) <= {f.name for f in params.fields}:
+        return "ready", f"params stub ({names} in {params.struct}), catalog body ({', '.join(entry.supports)}){graph}"
+    return "expr", f"params stub ({names} in {params.struct}), no catalog body: pass --expr over {', '.join(OPERANDS_WORDS[params.arity])} and {names}{graph}"
+
+
+OPERANDS_WORDS = {1: ("x",), 2: ("a", "b")}

@@ -1,0 +1,281 @@
+"""The catalog's params bodies (stubs with several scalars: softplus, softplus_backward, threshold,
+hardtanh_backward, nan_to_num) compute the CPU kernels' values for every dtype they register.
+
+As in tests/test_catalog.py, the rendered functors are compiled as C++17 against
+tests/metal_shim/metal_shim.h, together with the params struct rendered from params_struct.h.j2 and,
+for the --expr path, a functor rendered from params_functor_expr.metal.j2. Inputs and params are
+converted to the kernel's type first and printed after conversion, so the Python references see what
+the body saw. References follow aten/src/ATen/native/cpu/Activation.cpp and UnaryOpsKernel.cpp.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from mpsgen.catalog import load_catalog
+from mpsgen.params import PARAMS_TYPES, ParamField
+from mpsgen.templates import Templates
+
+SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"
+NAN = math.nan
+INF = math.inf
+CATALOG = {op: entry for op, entry in load_catalog().items() if entry.params}
+INT_TYPES = PARAMS_TYPES["integer"]
+TOLERANCE = {"float": (1e-5, 1e-30), "half": (1e-3, 6e-8), "bfloat": (8e-3, 1e-30)}
+
+
+# ---- references (double precision, CPU semantics) ------------------------------------------------
+
+
+FLOAT_EXP_LIMIT = math.log(3.4028234663852886e38)  # exp overflows float beyond this
+
+
+def ref_softplus(x, beta, threshold):
+    z = x * beta
+    if math.isnan(z):
+        return NAN
+    if z > threshold:
+        return x
+    # CPU computes in float (half/bfloat too): exp overflows to inf past ~88.7, log1p(inf) is inf
+    return math.log1p(math.exp(z)) / beta if z < FLOAT_EXP_LIMIT else INF
+
+
+def ref_softplus_backward(g, x, beta, threshold):
+    z = x * beta
+    if math.isnan(z):
+        return NAN
+    if z > threshold:
+        return g
+    # g * e / (e + 1), e = exp(z); the body writes g / (1 + exp(-z)), equal where CPU's is finite
+    return g / (1.0 + math.exp(-z)) if z > -FLOAT_EXP_LIMIT else 0.0
+
+
+def ref_threshold(x, other, threshold, value):
+    return value if x <= threshold else other
+
+
+def ref_hardtanh_backward(g, x, min_val, max_val):
+    return 0.0 if (x <= min_val or x >= max_val) else g
+
+
+def ref_nan_to_num(x, nan, has_nan, posinf, has_posinf, neginf, has_neginf):
+    if math.isnan(x):
+        return nan
+    if math.isinf(x):
+        return posinf if x > 0 else neginf
+    return x
+
+
+@dataclass(frozen=True)
+class ParamsCase:
+    ref: Callable
+    fields: tuple[tuple[str, str], ...]  # (name, kind) in schema order
+    rows: list  # operands then the params' values (an optional's value and its flag)
+    int_rows: list = ()
+    exact: bool = False
+    bool_rows: list = ()  # 0/1 operands and params, for bodies that register bool
+
+
+CASES = {
+    "softplus": ParamsCase(
+        ref_softplus, (("beta", "scalar"), ("threshold", "scalar")),
+        [(0.0, 1.0, 20.0), (1.0, 1.0, 20.0), (-3.0, 1.0, 20.0), (25.0, 1.0, 20.0), (-30.0, 1.0, 20.0),
+         (2.0, 2.0, 20.0), (12.0, 2.0, 20.0), (0.5, 0.5, 1.0), (100.0, 1.0, 200.0), (-1e-3, 1.0, 20.0),
+         (NAN, 1.0, 20.0), (-INF, 1.0, 20.0), (INF, 1.0, 20.0)],
+    ),
+    "softplus_backward": ParamsCase(
+        ref_softplus_backward, (("beta", "scalar"), ("threshold", "scalar")),
+        [(1.0, 0.0, 1.0, 20.0), (2.0, 3.0, 1.0, 20.0), (-1.0, -4.0, 1.0, 20.0), (1.5, 25.0, 1.0, 20.0),
+         (1.0, 12.0, 2.0, 20.0), (1.0, -100.0, 1.0, 20.0), (0.5, 100.0, 1.0, 200.0), (1.0, NAN, 1.0, 20.0)],
+    ),
+    "threshold": ParamsCase(
+        ref_threshold, (("threshold", "scalar"), ("value", "scalar")),
+        [(0.5, 0.5, 1.0, -2.0), (1.0, 1.0, 1.0, -2.0), (1.5, 7.0, 1.0, -2.0), (-3.0, 4.0, 0.0, 0.0),
+         (NAN, NAN, 0.0, 5.0), (-INF, 3.0, 0.0, 5.0), (INF, INF, 0.0, 5.0)],
+        int_rows=[(0, 0, 0, 9), (1, 1, 0, 9), (-5, 8, -5, 2), (100, 3, 50, 7), (3, 3, 3, 1)],
+        exact=True,
+        bool_rows=[(0, 1, 0, 1), (1, 0, 0, 1), (1, 1, 1, 0), (0, 0, 1, 1), (1, 0, 1, 1), (0, 1, 1, 0)],
+    ),
+    "hardtanh_backward": ParamsCase(
+        ref_hardtanh_backward, (("min_val", "scalar"), ("max_val", "scalar")),
+        [(2.0, 0.0, -1.0, 1.0), (2.0, -1.0, -1.0, 1.0), (2.0, 1.0, -1.0, 1.0), (2.0, 1.5, -1.0, 1.0),
+         (-3.0, -0.5, -1.0, 1.0), (2.0, NAN, -1.0, 1.0), (NAN, 0.5, -1.0, 1.0), (2.0, 5.0, 0.0, 6.0)],
+        exact=True,
+    ),
+    "nan_to_num": ParamsCase(
+        ref_nan_to_num, (("nan", "optional"), ("posinf", "optional"), ("neginf", "optional")),
+        [(1.5, 0.0, 0, 100.0, 0, -100.0, 0), (NAN, 0.0, 0, 100.0, 0, -100.0, 0),
+         (INF, 0.0, 0, 100.0, 1, -100.0, 0), (-INF, 0.0, 0, 100.0, 0, -100.0, 1),
+         (NAN, -7.0, 1, 1.0, 1, -1.0, 1), (-0.0, 3.0, 1, 1.0, 1, -1.0, 1)],
+        exact=True,
+    ),
+}
+
+# --expr bodies compiled too: the template's float and integer overloads.
+EXPRS = {
+    "threshold_expr": ("threshold", "a <= threshold ? value : b", ("float", "integer")),
+}
+
+
+def _fields(case: ParamsCase) -> tuple[ParamField, ...]:
+    return tuple(ParamField(name, kind, "") for name, kind in case.fields)
+
+
+def _struct(op: str) -> str:
+    return "".join(part.capitalize() for part in op.split("_")) + "Params"
+
+
+def _literal(v: float) -> str:
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    return repr(float(v))
+
+
+def _arity(op: str) -> int:
+    return CATALOG[op].arity
+
+
+def _call_block(label: str, functor: str, struct: str, op: str, group: str, rows, type_name: str) -> list[str]:
+    """C++ that calls the functor on each row and prints `value <label> <group> <type> <index> ...`."""
+    case = CASES[op]
+    arity = _arity(op)
+    out = []
+    for index, row in enumerate(rows):
+        operands, values = row[:arity], row[arity:]
+        lines = [f"    const {type_name} o{k} = make<{type_name}>({_literal(v)}, 0.0);" for k, v in enumerate(operands)]
+        inits = []
+        pos = 0
+        for _, kind in case.fields:
+            if kind == "optional":
+                inits += [f"make<{type_name}>({_literal(values[pos])}, 0.0)", "true" if values[pos + 1] else "false"]
+                pos += 2
+            else:
+                inits.append(f"make<{type_name}>({_literal(values[pos])}, 0.0)")
+                pos += 1
+        lines.append(f"    const {struct}<{type_name}> p{{{', '.join(inits)}}};")
+        args = ", ".join(f"o{k}" for k in range(arity))
+        lines.append(f"    const auto r = {functor}{{}}({args}, p);")
+        lines.append(f'    std::printf("value {label} {group} {type_name} %s {index}", type_name<std::decay_t<decltype(r)>>());')
+        lines += [f"    emit(o{k});" for k in range(arity)]
+        for name, kind in case.fields:  # in the rows' order: an optional's value, then its flag
+            lines.append(f"    emit(p.{name});")
+            if kind == "optional":
+                lines.append(f"    emit(p.has_{name});")
+        lines += ["    emit(r);", '    std::printf("\\n");']
+        out.append("  {\n" + "\n".join(lines) + "\n  }")
+    return out
+
+
+def build_program() -> str:
+    templates = Templates()
+    parts = ['#include "harness.h"', "using namespace metal;", "using namespace c10::metal;", ""]
+    for op, entry in sorted(CATALOG.items()):
+        case = CASES[op]
+        parts.append(templates.render("params_struct.h.j2", struct=_struct(op), fields=_fields(case)))
+        parts.append(templates.render(entry.template_name, name=op, params=_struct(op)))
+    for label, (op, expr, groups) in sorted(EXPRS.items()):
+        case = CASES[op]
+        used = {name for name, _ in case.fields} | {"a", "b", "x"}
+        parts.append(templates.render("params_functor_expr.metal.j2", name=label, expr=expr,
+                                      operands=("a", "b") if _arity(op) == 2 else ("x",), struct=_struct(op),
+                                      fields=_fields(case), used=used, groups=groups))
+    body = ["int main() {"]
+    for op, entry in sorted(CATALOG.items()):
+        case = CASES[op]
+        for group in entry.supports:
+            rows = {"float": case.rows, "bool": case.bool_rows}.get(group, case.int_rows)
+            assert rows, f"{op}: no rows for {group}"
+            for type_name in PARAMS_TYPES[group]:
+                body += _call_block(op, f"{op}_functor", _struct(op), op, group, rows, type_name)
+    for label, (op, _expr, groups) in sorted(EXPRS.items()):
+        case = CASES[op]
+        for group in groups:
+            rows = {"float": case.rows, "bool": case.bool_rows}.get(group, case.int_rows)
+            for type_name in PARAMS_TYPES[group]:
+                body += _call_block(label, f"{label}_functor", _struct(op), op, group, rows, type_name)
+    body += ["  return 0;", "}"]
+    return "\n".join(parts + body) + "\n"
+
+
+@dataclass(frozen=True)
+class Result:
+    label: str
+    group: str
+    in_type: str
+    out_type: str
+    index: int
+    numbers: tuple
+
+
+@pytest.fixture(scope="module")
+def shim_results(tmp_path_factory):
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("g++ is not installed: the functor bodies cannot be compiled and run without it")
+    work = tmp_path_factory.mktemp("params-shim")
+    source = work / "params.cpp"
+    source.write_text(build_program(), encoding="utf-8")
+    binary = work / "params"
+    built = subprocess.run(
+        [compiler, "-std=c++17", "-O1", "-Wall", "-Werror=double-promotion", "-Werror=float-conversion",
+         "-Wno-type-limits", "-Wno-bool-operation", "-Wno-int-in-bool-context", "-Wno-unused-function",
+         f"-I{SHIM_DIR}", str(source), "-o", str(binary)],
+        capture_output=True, text=True,
+    )
+    assert built.returncode == 0, f"compiling the rendered params functors failed:\n{built.stderr[:6000]}"
+    ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    results = []
+    for line in ran.stdout.splitlines():
+        _, label, group, in_type, out_type, index, *numbers = line.split()
+        values = tuple(float(numbers[i]) for i in range(0, len(numbers), 2))  # real parts
+        results.append(Result(label, group, in_type, out_type, int(index), values))
+    return results
+
+
+def _ok(got: float, want: float, type_name: str, exact: bool) -> bool:
+    if math.isnan(want):
+        return math.isnan(got)
+    if exact or type_name in INT_TYPES or type_name == "bool":
+        return got == want and (want != 0 or math.copysign(1, got) == math.copysign(1, want))
+    if math.isinf(want):
+        return got == want
+    rtol, atol = TOLERANCE[type_name]
+    return abs(got - want) <= atol + rtol * abs(want)
+
+
+def test_every_params_body_has_a_value_table():
+    assert sorted(CASES) == sorted(CATALOG)
+    for op, entry in CATALOG.items():
+        assert tuple(name for name, _ in CASES[op].fields) == entry.params
+
+
+@pytest.mark.parametrize("label", sorted(CATALOG) + sorted(EXPRS))
+def test_params_body_computes_the_cpu_values_for_every_registered_type(shim_results, label):
+    op = EXPRS[label][0] if label in EXPRS else label
+    case = CASES[op]
+    groups = EXPRS[label][2] if label in EXPRS else CATALOG[op].supports
+    results = [r for r in shim_results if r.label == label]
+    expected = {(g, t) for g in groups for t in PARAMS_TYPES[g]}
+    assert {(r.group, r.in_type) for r in results} == expected
+    failures = []
+    for r in results:
+        assert r.out_type == r.in_type, f"{label}: {r.in_type} in, {r.out_type} out"
+        *args, got = r.numbers
+        want = case.ref(*args)
+        if r.in_type in INT_TYPES:
+            want = float(int(want))
+        elif r.in_type == "bool":
+            want = float(bool(want))
+        if not _ok(got, want, r.in_type, case.exact):
+            failures.append(f"{label} {r.in_type} {tuple(args)} -> {got!r}, want {want!r}")
+    assert not failures, "\n".join(failures)
