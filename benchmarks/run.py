@@ -1,6 +1,6 @@
 """Time mpsgen's commands, as whole processes, on a real-size PyTorch checkout.
 
-    python benchmarks/run.py [--wheel PATH] [--runs 5] [--keep DIR] [--output benchmarks/results.json]
+    python benchmarks/run.py [--wheel PATH] [--runs 5] [--keep DIR] [--compare-rev REV] [--output benchmarks/results.json]
 
 Assembles a checkout in a temporary directory from the torch 2.13.0 wheel (native_functions.yaml,
 ATen/native headers, c10/metal, common_mps.py, common_methods_invocations.py, opinfo/, laid out as
@@ -9,7 +9,10 @@ up (its time is kept as `first_s`: a cold `.mpsgen/cache/`) and `--runs` more ti
 median wall time and the peak resident memory (`ru_maxrss` from `os.wait4`). In the same run it
 times a naive baseline, what a straightforward implementation does before it can plan anything: a
 ruamel.yaml round-trip load of native_functions.yaml and a full libcst parse (with positions) of
-both test files. Prints a table and writes JSON. Not a test: nothing here asserts.
+both test files, and (`--compare-rev`) the same commands with the mpsgen of an earlier git revision,
+so "before" and "after" are measured on the same checkout in the same run. Both trees are run with
+their bytecode compiled, as a `pip install`ed mpsgen is. Prints a table and writes JSON. Not a test:
+nothing here asserts.
 """
 
 from __future__ import annotations
@@ -40,14 +43,18 @@ COMMANDS = (
     ("migrate mish --dry-run", ["migrate", "mish", "--dry-run"], "activation"),
     ("new-op heaviside --dry-run", ["new-op", "heaviside", "--dry-run"], "new op"),
     ("verify logaddexp --static-only", ["verify", "logaddexp", "--static-only"], "static checks"),
+    ("verify --all-native --static-only", ["verify", "--all-native", "--static-only"], "every native op"),
     ("scan --json", ["scan", "--json"], "whole checkout"),
 )
 BASELINE = "naive baseline"
-TARGETS = {  # label prefix -> (seconds, why)
+TARGETS = {  # label prefix -> seconds (issue 7: --help; issue 11: migrate, scan, verify --all-native)
     "--help": 0.15,
-    "migrate": 0.5,
-    "scan": 1.0,
+    "migrate": 0.3,
+    "scan": 0.6,
+    "verify --all-native": 1.5,
 }
+# The mpsgen the figures are compared with in the same run: the commit before the shared op model.
+DEFAULT_COMPARE_REV = "1661c80"
 TARGET_RATIO = 15.0
 TARGET_PEAK_MB = 150.0
 
@@ -87,6 +94,23 @@ def assemble_checkout(wheel: Path, root: Path) -> None:
     _conftest().extract_checkout(wheel, root)
     for rel in MPS_FIXTURE_DIRS:
         shutil.copytree(FIXTURE / rel, root / rel, dirs_exist_ok=True)
+
+
+def export_revision(rev: str, dest: Path) -> Path:
+    """This repository's `mpsgen/` (and templates) at `rev`, unpacked under dest, bytecode compiled."""
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "archive", rev, "mpsgen", "templates"], cwd=REPO, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    # a source checkout finds its templates beside the package, as this worktree does
+    compile_bytecode(dest)
+    return dest
+
+
+def compile_bytecode(tree: Path) -> None:
+    """What `pip install` does for a wheel: the package's .pyc files, so a timed run does not spend
+    its first ~50 ms compiling mpsgen (this machine sets PYTHONDONTWRITEBYTECODE)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "mpsgen")], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def run_once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int]:
@@ -157,11 +181,17 @@ def _target_for(label: str) -> float | None:
 
 def table(results: dict) -> str:
     baseline = results["commands"].get(BASELINE, {}).get("median_s")
-    rows = [("command", "median s", "first s", "peak MB", "vs naive", "target")]
+    compare = results.get("compare", {})
+    before = compare.get("commands", {})
+    rev = compare.get("rev", "")
+    rows = [("command", "median s", "first s", "peak MB", f"{rev} s" if rev else "before s", "vs before", "vs naive", "target")]
     for label, data in results["commands"].items():
         if "median_s" not in data:
-            rows.append((label, data.get("status", "n/a"), "", "", "", ""))
+            rows.append((label, data.get("status", "n/a"), "", "", "", "", "", ""))
             continue
+        old = before.get(label, {}).get("median_s")
+        old_cell = f"{old:.3f}" if old else ""
+        speedup = f"{old / data['median_s']:.1f}x" if old else ""
         ratio = f"{baseline / data['median_s']:.1f}x" if baseline and label != BASELINE else ""
         goal = _target_for(label)
         verdicts = []
@@ -171,8 +201,8 @@ def table(results: dict) -> str:
             verdicts.append(f">= {TARGET_RATIO:.0f}x " + ("ok" if baseline / data["median_s"] >= TARGET_RATIO else "MISSED"))
         if label != BASELINE and data["peak_mb"] > TARGET_PEAK_MB:
             verdicts.append(f"peak > {TARGET_PEAK_MB:.0f} MB")
-        rows.append((label, f"{data['median_s']:.3f}", f"{data['first_s']:.3f}", f"{data['peak_mb']:.0f}", ratio,
-                     ", ".join(verdicts)))
+        rows.append((label, f"{data['median_s']:.3f}", f"{data['first_s']:.3f}", f"{data['peak_mb']:.0f}", old_cell,
+                     speedup, ratio, ", ".join(verdicts)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
@@ -186,8 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-runs", type=int, default=None, help="timed runs of the naive baseline (default: --runs)")
     parser.add_argument("--keep", metavar="DIR", help="assemble the checkout in DIR and keep it")
     parser.add_argument("--output", default=str(REPO / "benchmarks" / "results.json"), help="where the JSON goes")
+    parser.add_argument("--compare-rev", default=DEFAULT_COMPARE_REV,
+                        help=f"also time the mpsgen of this git revision, same checkout, same run (default {DEFAULT_COMPARE_REV}; '' skips)")
     args = parser.parse_args(argv)
 
+    compile_bytecode(REPO)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), NO_COLOR="1")
     env.pop("MPSGEN_ASSUME_MPS", None)
     with tempfile.TemporaryDirectory(prefix="mpsgen-bench-") as tmp:
@@ -206,6 +239,16 @@ def main(argv: list[str] | None = None) -> int:
             argv_ = [sys.executable, "-m", "mpsgen"] + (cmd if cmd == ["--help"] else ["-C", str(root)] + cmd)
             print(f"timing {label} ...", file=sys.stderr)
             results["commands"][label] = {"kind": kind, **measure(argv_, env, root, args.runs)}
+            shutil.rmtree(root / ".mpsgen", ignore_errors=True)
+        if args.compare_rev:
+            old = export_revision(args.compare_rev, Path(tmp) / "compare")
+            old_env = dict(env, PYTHONPATH=str(old) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+            results["compare"] = {"rev": args.compare_rev, "commands": {}}
+            for label, cmd, kind in COMMANDS:
+                argv_ = [sys.executable, "-m", "mpsgen"] + (cmd if cmd == ["--help"] else ["-C", str(root)] + cmd)
+                print(f"timing {label} at {args.compare_rev} ...", file=sys.stderr)
+                results["compare"]["commands"][label] = measure(argv_, old_env, root, args.runs)
+                shutil.rmtree(root / ".mpsgen", ignore_errors=True)
         print(f"timing {BASELINE} (ruamel round-trip load + libcst parse of both test files) ...", file=sys.stderr)
         results["commands"][BASELINE] = {
             "kind": "ruamel rt load of native_functions.yaml + libcst parse of common_mps.py and common_methods_invocations.py",

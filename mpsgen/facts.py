@@ -434,12 +434,13 @@ class Views:
 
         return self.view("testlists", COMMON_MPS, lambda text: parse_testlists(text, COMMON_MPS))
 
-    def xfail_dicts(self):
-        from mpsgen.testlists import find_xfail_dicts
+    def declared_dtypes(self, keys) -> tuple:
+        """`mpsgen.testlists.declared_dtypes` of `keys` in common_mps.py: (section, key, dtypes)."""
+        from mpsgen.testlists import declared_dtypes
 
         if not self.ws.exists(COMMON_MPS):
             return ()
-        return self.view("xfail", COMMON_MPS, lambda text: find_xfail_dicts(text, COMMON_MPS, self.testlists_parse()))
+        return declared_dtypes(self.testlists_parse(), frozenset(keys))
 
     def complex_keys(self) -> frozenset[str]:
         from mpsgen.testlists import complex_set_keys
@@ -471,17 +472,19 @@ class Views:
 
         return self.view("lines", rel, LineIndex)
 
+    def opinfo_by_name(self, rel: str) -> dict[str, list[int]]:
+        """`mpsgen.opinfo.names_index` of an OpInfo file (which calls each op name matches)."""
+        from mpsgen.opinfo import names_index
+
+        return self.view("opinfo-by-name", rel, lambda text: names_index(self.opinfo_index(rel)))
+
     def opinfo_names(self, rel: str) -> frozenset[str]:
-        """Every op name an OpInfo file can match: the calls' names (also with dots read as
-        underscores and without `nn.functional.`) and the values of their name keywords."""
+        """Every op name an OpInfo file can match: its calls' names (see `opinfo_by_name`) and the
+        values of their name keywords."""
 
         def build(text: str) -> frozenset[str]:
-            index = self.opinfo_index(rel)
-            names: set[str] = set()
-            for _, _, name in index["starts"]:
-                names.update({name, name.replace(".", "_"), name.removeprefix("nn.functional.")})
-            names.update(value for _, _, value in index["keywords"])
-            return frozenset(names)
+            keywords = {value for _, _, value in self.opinfo_index(rel)["keywords"]}
+            return frozenset(self.opinfo_by_name(rel)) | keywords
 
         return self.view("opinfo-names", rel, build)
 
@@ -495,7 +498,8 @@ class Views:
                 continue
             text = self.ws.read(rel)
             try:
-                refs = find_opinfos(text, rel, op, frozenset({op}), index=self.opinfo_index(rel), lines=self.lines(rel))
+                refs = find_opinfos(text, rel, op, frozenset({op}), index=self.opinfo_index(rel), lines=self.lines(rel),
+                                    by_name=self.opinfo_by_name(rel))
             except MpsgenError:
                 continue
             if refs:

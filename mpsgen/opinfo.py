@@ -114,6 +114,19 @@ def _enclosing(starts_offsets: list[int], starts, offset: int) -> int | None:
     return i if i >= 0 else None
 
 
+def names_index(index: dict) -> dict[str, list[int]]:
+    """name -> the `scan_calls` start indices of the calls `_name_matches` would match for it (the
+    call's name, with dots read as underscores, and without `nn.functional.`)."""
+    out: dict[str, list[int]] = {}
+    for i, (_, _, name) in enumerate(index["starts"]):
+        keys = {name, name.replace(".", "_")}
+        if name.startswith("nn.functional."):
+            keys.add(name[len("nn.functional.") :])
+        for key in keys:
+            out.setdefault(key, []).append(i)
+    return out
+
+
 def scan_calls(text: str) -> dict:
     """The file's index (JSON data, cacheable per file): every `...Info(` call start as
     [offset, class, name] and every aten_name=/aten_backward_name=/torch_opinfo_name= keyword as
@@ -124,7 +137,7 @@ def scan_calls(text: str) -> dict:
 
 def find_opinfos(
     text: str, path: str, op: str, aten_names: frozenset[str] = frozenset(), *, index: dict | None = None,
-    lines: LineIndex | None = None,
+    lines: LineIndex | None = None, by_name: dict[str, list[int]] | None = None,
 ) -> tuple[OpInfoRef, ...]:
     """The OpInfo and python-ref entries testing aten op `op`, in file order. `index` is
     `scan_calls(text)` and `lines` the text's LineIndex, when the caller has them (e.g. from
@@ -149,9 +162,13 @@ def find_opinfos(
             ends[i] = end
         return ends[i]
 
-    for i, (_, _, name) in enumerate(starts):
-        if _name_matches(name, targets):
+    if by_name is not None:
+        for i in sorted({i for target in targets for i in by_name.get(target, ())}):
             chosen[i] = end_of(i)
+    else:
+        for i, (_, _, name) in enumerate(starts):
+            if _name_matches(name, targets):
+                chosen[i] = end_of(i)
     ref_hits: list[tuple[int, str]] = []
     for at, keyword, value in index["keywords"]:
         if keyword == "torch_opinfo_name":

@@ -91,15 +91,13 @@ def expectation(views: Views, facts: OpFacts) -> Expectation:
     section = "grad" if facts.backward else "forward"
     failing: set[str] = set()
     everything = False
-    for table in views.xfail_dicts():
-        if table.section != section:
+    for where, _key, dtypes in views.declared_dtypes(keys):
+        if where != section:
             continue
-        for entry in table.entries:
-            if entry.key in keys:
-                if entry.dtypes is None:
-                    everything = True
-                else:
-                    failing |= {canonical_dtype(d) for d in entry.dtypes}
+        if dtypes is None:
+            everything = True
+        else:
+            failing |= {canonical_dtype(d) for d in dtypes}
     complex_ok = bool(keys & views.complex_keys())
     return Expectation(tested, frozenset(failing), everything, complex_ok, source)
 

@@ -89,6 +89,16 @@ class XfailEntry:
     comment: str  # the comments that govern the entry (group heading + its own)
 
 
+def section_of(function: str) -> str:
+    """Which tests a dict inside `function` is about: `mps_ops_error_inputs_modifier` -> error-inputs,
+    `mps_ops_grad_modifier` -> grad, anything else -> forward."""
+    if "error" in function:
+        return "error-inputs"
+    if "grad" in function:
+        return "grad"
+    return "forward"
+
+
 @dataclass(frozen=True)
 class XfailDict:
     name: str
@@ -99,11 +109,7 @@ class XfailDict:
 
     @property
     def section(self) -> str:
-        if "error" in self.function:
-            return "error-inputs"
-        if "grad" in self.function:
-            return "grad"
-        return "forward"
+        return section_of(self.function)
 
     @property
     def about_something_else(self) -> bool:
@@ -245,6 +251,23 @@ def find_xfail_dicts(text: str, path: str, parsed=None) -> tuple[XfailDict, ...]
     `parsed`: `parse_testlists(text, path)` when the caller has it."""
     found, index, collector = parsed or parse_testlists(text, path)
     return tuple(_xfail_dicts(text, path, found, index, collector))
+
+
+def declared_dtypes(parsed, keys) -> tuple[tuple[str, str, tuple[str, ...] | None], ...]:
+    """(section, key, dtypes or None) of every xfail/skip entry of `keys` (`parsed`:
+    `parse_testlists(...)`): what the rules need of the lists, without reading their comments."""
+    found, _index, _collector = parsed
+    wanted = set(keys)
+    out = []
+    for container in found:
+        node = container.node
+        if not isinstance(node, ast.Dict):
+            continue
+        section = section_of(container.function)
+        for key, value in zip(node.keys, node.values):
+            if key is not None and _string_value(key) in wanted:  # type: ignore[arg-type]
+                out.append((section, _string_value(key), _dtype_value(value)))  # type: ignore[arg-type]
+    return tuple(out)
 
 
 def complex_set_keys(parsed) -> frozenset[str]:

@@ -249,7 +249,7 @@ def _check_balance(views: Views, f: OpFacts):
         return "no kernel or host file found for the op"
     out = []
     for rel in dict.fromkeys(files):
-        for location in unbalanced(views.masked(rel), rel):
+        for location in views.view("unbalanced", rel, lambda text, rel=rel: unbalanced(views.masked(rel), rel)):
             out.append(Finding("balance", f.op, location, "unbalanced bracket (no partner found)",
                                "fix the edit so that every (, [ and { closes"))
     return out
