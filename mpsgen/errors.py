@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mpsgen.model import Location
 
-EXIT_OK = 0
-EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 
@@ -29,8 +27,3 @@ class MpsgenError(Exception):
             text = f"{text} ({self.hint})"
         return text
 
-
-class CheckFailed(MpsgenError):
-    """A check found a problem in the checkout (exit code 1)."""
-
-    exit_code = EXIT_CHECK_FAILED

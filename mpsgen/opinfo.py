@@ -70,7 +70,6 @@ DTYPE_HELPERS = {
 _FAILURE_DECORATORS = frozenset({"expectedFailure", "skip", "skipIf", "skipMPS", "expectedFailureMPS", "skipMPSIf", "skipIfMPS"})
 _MPS_ONLY_DECORATORS = frozenset({"skipMPS", "expectedFailureMPS", "skipMPSIf", "skipIfMPS"})
 _TOLERANCE_DECORATORS = frozenset({"toleranceOverride", "precisionOverride"})
-_ORDER = ("bool", "float16", "bfloat16", "uint8", "int8", "int16", "int32", "int64", "complex32", "complex64")
 
 
 @dataclass(frozen=True)
@@ -283,13 +282,8 @@ def _torch_dtype(node: ast.expr) -> str | None:
 
 
 def evaluate_dtypes(node) -> frozenset[str] | None:
-    """The dtypes a `dtypes=`-style expression names (canonical names), or None when it is not a
-    literal list of `torch.<dtype>` or a common_dtype helper call over them. `node` is an `ast`
-    expression (a libcst expression is accepted too, read through its code)."""
-    if not isinstance(node, ast.AST):
-        import libcst
-
-        node = ast.parse(libcst.Module(body=[]).code_for_node(node).strip(), mode="eval").body
+    """The dtypes a `dtypes=`-style `ast` expression names (canonical names), or None when it is
+    not a literal list of `torch.<dtype>` or a common_dtype helper call over them."""
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         names = [_torch_dtype(el) for el in node.elts]
         return frozenset(names) if all(names) else None  # type: ignore[arg-type]
@@ -311,26 +305,6 @@ def tested_dtypes(ref: OpInfoRef) -> frozenset[str] | None:
     except SyntaxError:
         return None
     return None if found is None else found - NOT_ON_MPS
-
-
-def render_dtypes(dtypes: frozenset[str]) -> str:
-    """A common_dtype helper call naming exactly `dtypes` as MPS tests them (float64/complex128, which
-    the helpers add, are never tested on MPS)."""
-    rest = set(dtypes)
-    if _I <= rest and "float32" in rest and "complex64" in rest:
-        base, rest = "all_types_and_complex_and", rest - _I - {"float32", "complex64"}
-    elif _I <= rest and "float32" in rest:
-        base, rest = "all_types_and", rest - _I - {"float32"}
-    elif "float32" in rest and "complex64" in rest:
-        base, rest = "floating_and_complex_types_and", rest - {"float32", "complex64"}
-    elif "float32" in rest:
-        base, rest = "floating_types_and", rest - {"float32"}
-    else:
-        base = "custom_types"
-    ordered = [d for d in _ORDER if d in rest] + sorted(rest - set(_ORDER))
-    if not ordered and base.endswith("_types_and"):
-        base = base[: -len("_and")]
-    return f"{base}({', '.join(f'torch.{d}' for d in ordered)})"
 
 
 def _callee(node: ast.expr) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import time
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import pytest
 
 from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.errors import MpsgenError
-from mpsgen.opinfo import evaluate_dtypes, find_opinfos, plan_opinfo_edits, render_dtypes
+from mpsgen.opinfo import evaluate_dtypes, find_opinfos, plan_opinfo_edits
 from mpsgen.opinfo import tested_dtypes as dtypes_tested
 
 CMI = "torch/testing/_internal/common_methods_invocations.py"
@@ -111,11 +113,13 @@ def test_partial_dtype_coverage_keeps_the_decorator():
 
 
 def test_dtype_evaluation():
-    assert evaluate_dtypes(cst.parse_expression("integral_types()")) == {"uint8", "int8", "int16", "int32", "int64"}
-    assert evaluate_dtypes(cst.parse_expression("(torch.half, torch.long)")) == {"float16", "int64"}
-    assert evaluate_dtypes(cst.parse_expression("get_all_dtypes()")) is None
-    assert render_dtypes(torch_dtypes_for(("float", "int2float"))) == "all_types_and(torch.bool, torch.float16, torch.bfloat16)"
-    assert render_dtypes(frozenset({"float32"})) == "floating_types()"
+    def evaluate(source: str):
+        return evaluate_dtypes(ast.parse(source, mode="eval").body)
+
+    assert evaluate("integral_types()") == {"uint8", "int8", "int16", "int32", "int64"}
+    assert evaluate("(torch.half, torch.long)") == {"float16", "int64"}
+    assert evaluate("all_types_and(torch.bool, torch.half)") == {"float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool", "float16"}
+    assert evaluate("get_all_dtypes()") is None
     assert dtypes_tested(find_opinfos(FIXTURE, CMI, "frac")[0]) == {"float32", "float16"}
 
 
