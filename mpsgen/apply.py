@@ -143,7 +143,11 @@ def plan_to_json(plan: Plan, *, command: str, applied: bool) -> dict:
             for e in plan.edits
         ],
         "changes": [{"kind": c.kind, "path": c.location.path, "line": c.location.line, "detail": c.detail} for c in plan.changes],
-        "notes": list(plan.notes),
+        "notes": [
+            {"kind": n.kind, "message": n.message, "path": n.location.path if n.location else None,
+             "line": n.location.line if n.location else None}
+            for n in plan.notes
+        ],
         "steps": list(plan.steps),
     }
 

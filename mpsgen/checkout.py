@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.errors import MpsgenError
-from mpsgen.model import Change, FileEdit, Location, Plan, sha256_text
+from mpsgen.model import Change, FileChange, FileEdit, Location, Note, Plan, sha256_text
 
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
 NATIVE_DIR = "aten/src/ATen/native"
@@ -126,7 +126,7 @@ class Workspace:
     checkout: Checkout
     _overlay: dict[str, str] = field(default_factory=dict)
     _changes: list[Change] = field(default_factory=list)
-    _notes: list[str] = field(default_factory=list)
+    _notes: list[Note] = field(default_factory=list)
     _steps: list[str] = field(default_factory=list)
 
     def read(self, rel: str) -> str:
@@ -143,9 +143,18 @@ class Workspace:
     def add_change(self, kind: str, location: Location, detail: str) -> None:
         self._changes.append(Change(kind, location, detail))
 
-    def add_note(self, note: str) -> None:
+    def add_note(self, note: Note) -> None:
         if note not in self._notes:
             self._notes.append(note)
+
+    def apply(self, change: FileChange) -> None:
+        """Take one family's FileChange: its text (when it differs), its changes and notes."""
+        current = self.read(change.path) if self.exists(change.path) else None
+        if change.text != (current if current is not None else ""):
+            self.write(change.path, change.text)
+        self._changes.extend(change.changes)
+        for note in change.notes:
+            self.add_note(note)
 
     def add_step(self, step: str) -> None:
         """A next step for the user (build, run a test), shown apart from the notes."""
@@ -169,7 +178,7 @@ class Workspace:
                     new_files.add(rel)
         formatted, note = format_planned_texts(self.checkout.root, texts)
         if note is not None:
-            self.add_note(note)
+            self.add_note(Note("info", note))
         edits = [FileEdit(rel, before, formatted[rel], sha256_text(before), rel in new_files)
                  for rel, (before, _) in texts.items()]
         return Plan(

@@ -3,7 +3,8 @@ the separate `MPS: x_mps` line goes."""
 
 from __future__ import annotations
 
-from mpsgen.checkout import NATIVE_FUNCTIONS, Workspace
+from mpsgen.checkout import NATIVE_FUNCTIONS
+from mpsgen.model import Change, FileChange
 from mpsgen.nfyaml import DispatchLine
 from mpsgen.resolve import OpSpec
 from mpsgen.textedit import replace_spans
@@ -38,14 +39,11 @@ def dispatch_edit(text: str, shared, legacy) -> tuple[str, list[tuple[object, st
     return (replace_spans(text, spans) if spans else text), done
 
 
-def plan_dispatch(ws: Workspace, spec: OpSpec) -> None:
-    """Edit the dispatch lines of `spec` in the workspace's native_functions.yaml."""
-    text = ws.read(NATIVE_FUNCTIONS)
+def plan_dispatch(text: str, spec: OpSpec) -> FileChange:
+    """The dispatch lines of `spec` edited in native_functions.yaml's `text`."""
     new_text, done = dispatch_edit(text, spec.shared, spec.legacy)
-    for site, description in done:
-        ws.add_change("dispatch", site.line.location, description)
-    if new_text != text:
-        ws.write(NATIVE_FUNCTIONS, new_text)
+    changes = tuple(Change("dispatch", site.line.location, description) for site, description in done)
+    return FileChange(NATIVE_FUNCTIONS, new_text, changes)
 
 
 def _check_span(text: str, line: DispatchLine) -> None:

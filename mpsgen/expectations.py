@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from mpsgen.checkout import COMMON_MPS
 from mpsgen.facts import OpFacts, Views
+from mpsgen.model import Change, FileChange, Note
 
 
 def opinfo_test_name(key: str) -> str:
@@ -21,26 +22,32 @@ def test_names(facts: OpFacts) -> tuple[str, ...]:
     return tuple(f"{kind}_{opinfo_test_name(key)}" for key in test_keys(facts))
 
 
-def plan_expectations(views: Views, facts: OpFacts, registered: frozenset[str], *, drop_undefined: bool = False) -> tuple[str, ...]:
-    """Edit the op's test expectations for a kernel registering `registered` (torch dtypes);
-    returns the test names to run."""
+def plan_expectations(views: Views, facts: OpFacts, registered: frozenset[str], *,
+                      drop_undefined: bool = False) -> tuple[FileChange, ...]:
+    """The op's test expectations for a kernel registering `registered` (torch dtypes): one
+    FileChange per test file (common_methods_invocations.py or opinfo/definitions/*.py, common_mps.py)."""
     from mpsgen.rules import plan_test_lists
 
     ws = views.ws
     if not ws.exists(COMMON_MPS):
-        ws.add_note(f"{COMMON_MPS} not in this checkout: MPS test expectations not updated")
-        return ()
+        note = Note("info", f"{COMMON_MPS} not in this checkout: MPS test expectations not updated")
+        return (FileChange(COMMON_MPS, "", notes=(note,)),)
     if not facts.refs:
-        ws.add_note(f"no OpInfo found for {facts.op}: common_mps.py not updated; run the test that covers it by hand")
-        return ()
+        note = Note("todo", f"no OpInfo found for {facts.op}: common_mps.py not updated; run the test that covers it by hand")
+        return (FileChange(COMMON_MPS, ws.read(COMMON_MPS), notes=(note,)),)
     plan = plan_test_lists(views, facts, registered, drop_undefined=drop_undefined)
-    for change in plan.changes:
-        if change.action == "kept":
-            ws.add_note(f"{change.location}: kept {change.dict_name}[{change.key!r}]: {change.detail}")
-        elif change.dict_name:
-            ws.add_change(change.action, change.location, f"{change.dict_name}[{change.key!r}]: {change.detail}")
+    changes: dict[str, list[Change]] = {}
+    notes: dict[str, list[Note]] = {}
+    for item in plan.changes:
+        rel = item.location.path
+        if item.action == "kept":
+            notes.setdefault(rel, []).append(Note("kept", f"kept {item.dict_name}[{item.key!r}]: {item.detail}", item.location))
+        elif item.dict_name:
+            changes.setdefault(rel, []).append(Change(item.action, item.location, f"{item.dict_name}[{item.key!r}]: {item.detail}"))
         else:
-            ws.add_change(change.action, change.location, f"{change.key}: {change.detail}")
-    for rel, text in plan.texts.items():
-        ws.write(rel, text)
-    return test_names(facts)
+            changes.setdefault(rel, []).append(Change(item.action, item.location, f"{item.key}: {item.detail}"))
+    files = dict.fromkeys([*plan.texts, *changes, *notes])
+    return tuple(
+        FileChange(rel, plan.texts.get(rel, ws.read(rel)), tuple(changes.get(rel, ())), tuple(notes.get(rel, ())))
+        for rel in files
+    )

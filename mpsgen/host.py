@@ -4,38 +4,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from mpsgen.checkout import Workspace
 from mpsgen.cpp import mask_code, match_brace
-from mpsgen.facts import helper_macros
-from mpsgen.model import Location
+from mpsgen.facts import HostView, Registration, helper_macros
+from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.templates import Templates
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
-_REGISTER_DISPATCH = re.compile(r"^[ \t]*REGISTER_DISPATCH\s*\(\s*(\w+)\s*,\s*&?\s*(\w+)\s*\)(\s*;)?[ \t]*\r?$", re.M)
 _STATIC_FN = re.compile(r"^static\s+void\s+(\w+)\s*\(", re.M)
 _NAMESPACE_END = re.compile(r"^\}\s*//\s*namespace\s+at::native\b.*$", re.M)
 
 EXEC_FUNCTIONS = {1: "exec_unary_kernel", 2: "exec_binary_kernel", 3: "exec_ternary_kernel"}
-
-
-@dataclass(frozen=True)
-class DispatchRegistration:
-    stub: str
-    function: str
-    location: Location
-
-
-def find_registrations(text: str, path: str) -> list[DispatchRegistration]:
-    """REGISTER_DISPATCH lines at file level (those inside #define bodies are not registrations)."""
-    masked = mask_code(text)
-    out = []
-    for match in _REGISTER_DISPATCH.finditer(masked):
-        if match.start() > 0 and masked[: match.start() - 1].rstrip("\r").endswith("\\"):
-            continue
-        out.append(DispatchRegistration(match.group(1), match.group(2), Location(path, masked.count("\n", 0, match.start()) + 1)))
-    return out
 
 
 def find_helper_macro_uses(text: str, macro: str) -> list[tuple[str, int]]:
@@ -46,16 +25,15 @@ def find_helper_macro_uses(text: str, macro: str) -> list[tuple[str, int]]:
     ]
 
 
-def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, functor: str, arity: int,
-              alpha: bool, iterator_type: str, kernel_stem: str, registered: list, params=None) -> None:
-    """Add the kernel function and its REGISTER_DISPATCH unless the stub is already registered
-    (`registered`: its MPS registrations, `mpsgen.facts.Views.registrations`). `params` (a
-    `params.ParamsSpec`): the stub takes several scalars, passed as a params struct."""
-    existing = registered
-    if existing:
-        ws.add_note(f"{existing[0].location}: {stub} is already registered for MPS ({existing[0].function}); kept as is")
-        return
-    text = ws.read(path)
+def plan_host(text: str, templates: Templates, path: str, *, stub: str, functor: str, arity: int,
+              alpha: bool, iterator_type: str, kernel_stem: str, registered: list, params=None) -> FileChange:
+    """The host file's `text` with the kernel function and its REGISTER_DISPATCH added, unless the
+    stub is already registered (`registered`: its MPS registrations, `mpsgen.facts.Views.registrations`).
+    `params` (a `params.ParamsSpec`): the stub takes several scalars, passed as a params struct."""
+    if registered:
+        where = registered[0]
+        note = Note("kept", f"{stub} is already registered for MPS ({where.function}); kept as is", where.location)
+        return FileChange(path, text, notes=(note,))
     newline = newline_of(text)
     masked = mask_code(text)
     index = LineIndex(text)
@@ -72,11 +50,10 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
                     anchor = index.end_of(last_line)
                     semicolon = ";" if text[index.start_of(last_line):anchor].rstrip().endswith(";") else ""
                     line = f"{macro}({functor}){semicolon}{newline}"
-                    ws.write(path, replace_spans(text, [(anchor, anchor, line)]))
-                    ws.add_change("host-stub", Location(path, index.line_of(anchor)), f"{macro}({functor}) registers {stub}")
-                    return
+                    change = Change("host-stub", Location(path, index.line_of(anchor)), f"{macro}({functor}) registers {stub}")
+                    return FileChange(path, replace_spans(text, [(anchor, anchor, line)]), (change,))
 
-    registrations = find_registrations(text, path)
+    registrations = HostView.read(text, path).direct_registrations()
     function_name = f"{functor}{function_suffix(registrations)}"
     if params is not None:
         from mpsgen.params import host_signature, render_host_kernel
@@ -143,12 +120,14 @@ def plan_host(ws: Workspace, templates: Templates, path: str, *, stub: str, func
         block += function_text + newline + register_text + newline
         spans.append((anchor, anchor, block.replace("\n", newline) if newline != "\n" else block))
         function_line = register_line = index.line_of(anchor)
-    ws.write(path, replace_spans(text, spans))
-    ws.add_change("host-stub", Location(path, function_line), f"static void {function_name}({signature})")
-    ws.add_change("register", Location(path, register_line), register_text.strip())
+    changes = (
+        Change("host-stub", Location(path, function_line), f"static void {function_name}({signature})"),
+        Change("register", Location(path, register_line), register_text.strip()),
+    )
+    return FileChange(path, replace_spans(text, spans), changes)
 
 
-def _forward_neighbour(stub: str, registrations: list[DispatchRegistration], functions: list[re.Match]):
+def _forward_neighbour(stub: str, registrations: list[Registration], functions: list[re.Match]):
     """(definition match, registration) of the forward kernel of a `<x>_backward_stub` in this
     file, or None: `x_stub` registered here with a `static void` function defined above."""
     if not stub.endswith("_backward_stub"):
@@ -161,7 +140,7 @@ def _forward_neighbour(stub: str, registrations: list[DispatchRegistration], fun
     return None
 
 
-def function_suffix(registrations: list[DispatchRegistration]) -> str:
+def function_suffix(registrations: list[Registration]) -> str:
     """How the file names kernel functions after their stub (`atan2_stub` -> `atan2_mps_kernel`,
     `hardsigmoid_kernel`, ...): the most common suffix among its registrations."""
     counts: dict[str, int] = {}
@@ -174,7 +153,7 @@ def function_suffix(registrations: list[DispatchRegistration]) -> str:
     return max(counts, key=lambda k: (counts[k], k == "_mps_kernel")) if counts else "_mps_kernel"
 
 
-def dispatch_style(text: str, registrations: list[DispatchRegistration]) -> tuple[bool, bool]:
+def dispatch_style(text: str, registrations: list[Registration]) -> tuple[bool, bool]:
     """(semicolon, ampersand): whether most of the file's REGISTER_DISPATCH lines end in `;` and
     pass the function as `&fn`. Ties, and a file without registrations, take `&fn` without `;`."""
     index = LineIndex(text)

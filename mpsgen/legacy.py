@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from mpsgen.cpp import Definition, code_only, find_definitions, find_directives, identifiers, mask_code
 from mpsgen.errors import MpsgenError
-from mpsgen.model import Location
+from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.textedit import LineIndex, replace_spans
 
 GRAPH_SITE = "LookUpOrCreateCachedGraph"
@@ -47,7 +47,7 @@ class LegacyResult:
 
     texts: dict[str, str]
     removals: tuple[Removal, ...]
-    kept: tuple[str, ...]
+    kept: tuple[Note, ...]
 
     @property
     def lines_removed(self) -> int:
@@ -221,7 +221,7 @@ def plan_legacy_removal(
             continue
         texts[src.path] = src.remaining_text()
         if not code_only(mask_code(texts[src.path]), find_directives(texts[src.path])).strip():
-            kept_notes.append(f"{src.path}: kept the file: only preprocessor lines are left (delete it by hand)")
+            kept_notes.append(Note("todo", "kept the file: only preprocessor lines are left (delete it by hand)", Location(src.path, 1)))
         index = LineIndex(src.text)
         for d, kind in sorted(src.removed, key=lambda item: item[0].start):
             if kind == "namespace":
@@ -365,13 +365,14 @@ def _in(src: _Source, d: Definition) -> bool:
     return any(x is d for x in src.definitions)
 
 
-def _kept_notes(sources: dict[str, _Source], names: set[str]) -> list[str]:
+def _kept_notes(sources: dict[str, _Source], names: set[str]) -> list[Note]:
     notes = []
     for name in sorted(names):
         candidates = _helper_candidates(sources, name)
         if candidates is None:
             unscannable = [p for p, s in sources.items() if name in s.ids and not s.scannable]
-            notes.append(f"kept {name}: {', '.join(unscannable)} names it and cannot be scanned")
+            notes.append(Note("kept", f"kept {name}: {', '.join(unscannable)} names it and cannot be scanned",
+                              Location(unscannable[0], 1)))
             continue
         for src, d, kind in candidates:
             scope = _scope_of(sources, src, d)
@@ -379,11 +380,11 @@ def _kept_notes(sources: dict[str, _Source], names: set[str]) -> list[str]:
             if not users:
                 paster = _pasting_macro(scope, name) if kind != "macro" else None
                 if paster is not None:
-                    notes.append(f"{d.location}: kept helper {name}: macro {paster.name} at {paster.location} may paste it")
+                    notes.append(Note("kept", f"kept helper {name}: macro {paster.name} at {paster.location} may paste it", d.location))
                 continue
             what = "macro" if kind == "macro" else "helper"
             more = f" and {len(users) - 1} more" if len(users) > 1 else ""
-            notes.append(f"{d.location}: kept {what} {name}: still used at {users[0]}{more}")
+            notes.append(Note("kept", f"kept {what} {name}: still used at {users[0]}{more}", d.location))
     return notes
 
 
@@ -403,7 +404,7 @@ def _reference_locations(sources: dict[str, _Source], name: str, scope: list[_So
     return out
 
 
-def _plan_include_removal(src: _Source, op: str, header_symbols: set[str], kept: list[str]) -> None:
+def _plan_include_removal(src: _Source, op: str, header_symbols: set[str], kept: list[Note]) -> None:
     wanted = f"ATen/ops/{op}_native.h"
     directives = find_directives(src.text, src.masked)
     includes = [d for d in directives if d.word == "include" and _include_target(src.text, d) == wanted]
@@ -413,7 +414,7 @@ def _plan_include_removal(src: _Source, op: str, header_symbols: set[str], kept:
     needed = set(header_symbols) | {f"structured_{s}" for s in header_symbols}
     users = sorted(needed & set(left))
     if users:
-        kept.append(f"{src.path}:{includes[0].line}: kept #include <{wanted}>: the file still uses {', '.join(users)}")
+        kept.append(Note("kept", f"kept #include <{wanted}>: the file still uses {', '.join(users)}", Location(src.path, includes[0].line)))
         return
     for d in includes:
         src.removed.append((_directive_item(src, d, wanted), "include"))
@@ -486,3 +487,33 @@ def find_dangling_references(files: dict[str, str], names: set[str]) -> list[Loc
             if not any(s <= m.start() < e for s, e in skip):
                 out.append(Location(path, index.line_of(m.start())))
     return sorted(set(out))
+
+
+def plan_legacy(views, spec) -> tuple[FileChange, ...]:
+    """(migrate) The host files with `spec`'s MPSGraph implementation removed, and what it leaves
+    unused; refused when code would still refer to what goes."""
+    from mpsgen.errors import MpsgenError
+
+    files = {rel: views.ws.read(rel) for rel in views.host_files()}
+    result = plan_legacy_removal(files, set(spec.legacy_kernels), spec.op, set(spec.header_symbols))
+    removed = {r.name for r in result.removals if r.kind != "include"}
+    dangling = find_dangling_references({**files, **result.texts}, removed)
+    if dangling:
+        raise MpsgenError(
+            f"code still refers to what migrating {spec.op} removes",
+            location=dangling[0],
+            hint="port or remove that use first, then run migrate again",
+        )
+    changes: dict[str, list[Change]] = {}
+    for removal in result.removals:
+        detail = f"{removal.name} ({removal.line_count} lines"
+        detail += f", {removal.graph_sites} graph sites)" if removal.graph_sites else ")"
+        changes.setdefault(removal.location.path, []).append(Change(f"remove-{removal.kind}", removal.location, detail))
+    notes: dict[str, list[Note]] = {}
+    for note in result.kept:
+        notes.setdefault(note.location.path, []).append(note)
+    paths = dict.fromkeys([*result.texts, *changes, *notes])
+    return tuple(
+        FileChange(rel, result.texts.get(rel, files[rel]), tuple(changes.get(rel, ())), tuple(notes.get(rel, ())))
+        for rel in paths
+    )

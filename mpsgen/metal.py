@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mpsgen.checkout import C10_METAL_DIR, Workspace
+from mpsgen.checkout import C10_METAL_DIR
 from mpsgen.cpp import mask_code, match_brace
 from mpsgen.dtypes import METAL_INPUT_TYPES
 from mpsgen.errors import MpsgenError
-from mpsgen.model import Location
+from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+)\(", re.M)
@@ -174,20 +174,22 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
     return out
 
 
-def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, registrations: list[Registration],
-                registration_macro: str = "") -> None:
-    """Add `functor_text` after the file's last functor and the registrations after its last
-    registration line (the file keeps one registration block), skipping what is already there.
-    `registration_macro`: a `#define` the new registration lines use, written just before them."""
-    text = ws.read(path)
+def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrations: list[Registration],
+                registration_macro: str = "") -> FileChange:
+    """Add `functor_text` after the file's last functor (a backward functor after its forward one)
+    and the registrations after its last registration line (the file keeps one registration block),
+    skipping what is already there. `registration_macro`: a `#define` the new registration lines
+    use, written just before them."""
     kernel = read_kernel_file(text, path)
     newline = newline_of(text)
     index = LineIndex(text)
     spans = []
+    changes: list[Change] = []
+    notes: list[Note] = []
     functor_end = None
     if functor in kernel.functors:
         start, _ = kernel.functors[functor]
-        ws.add_note(f"{Location(path, index.line_of(start))}: struct {functor}_functor already exists; kept as is")
+        notes.append(Note("kept", f"struct {functor}_functor already exists; kept as is", Location(path, index.line_of(start))))
     else:
         forward = functor.removesuffix("_backward")
         if forward != functor and forward in kernel.functors:
@@ -203,7 +205,7 @@ def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, regis
         suffix = newline if anchor < len(text) and text[anchor:anchor + len(newline)] != newline else ""
         spans.append((anchor, anchor, prefix + body + suffix))
         functor_end = anchor
-        ws.add_change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0)), f"struct {functor}_functor")
+        changes.append(Change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0)), f"struct {functor}_functor"))
     missing = [reg for reg in registrations if not kernel.has_registration(reg)]
     if missing:
         guard = bfloat_guard(text, kernel)
@@ -228,10 +230,9 @@ def plan_kernel(ws: Workspace, path: str, functor: str, functor_text: str, regis
             anchor = functor_end if functor_end is not None else len(text)
             spans.append((anchor, anchor, newline + lines))
             line = index.line_of(anchor)
-        for reg in missing:
-            ws.add_change("register", Location(path, line), reg.render())
-    if spans:
-        ws.write(path, replace_spans(text, [_at_unterminated_end(text, span, newline) for span in spans]))
+        changes.extend(Change("register", Location(path, line), reg.render()) for reg in missing)
+    new_text = replace_spans(text, [_at_unterminated_end(text, span, newline) for span in spans]) if spans else text
+    return FileChange(path, new_text, tuple(changes), tuple(notes))
 
 
 def _at_unterminated_end(text: str, span: tuple[int, int, str], newline: str) -> tuple[int, int, str]:

@@ -35,6 +35,32 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Note:
+    """What the user should know that is not an edit. `kind`: `kept` (something left as it is, and
+    why), `todo` (something left for the user to do), `info` (anything else worth saying)."""
+
+    kind: str
+    message: str
+    location: Location | None = None
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}" if self.location else self.message
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """What one file family plans for one file: the file's new text (its current text when nothing
+    changes), what it changed, and what it left alone with the reason. A family that cannot plan
+    raises `MpsgenError` with the location instead. Every family returns this shape; the pipeline
+    applies them in order (`mpsgen.pipeline`)."""
+
+    path: str
+    text: str
+    changes: tuple[Change, ...] = ()
+    notes: tuple[Note, ...] = ()
+
+
+@dataclass(frozen=True)
 class FileEdit:
     """The whole before/after text of one file the plan changes."""
 
@@ -57,7 +83,7 @@ class Plan:
     root: str
     edits: tuple[FileEdit, ...] = ()
     changes: tuple[Change, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     steps: tuple[str, ...] = ()  # what to do next: build, run the op's tests
     ops: tuple[str, ...] = field(default=())
 

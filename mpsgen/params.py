@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from mpsgen.checkout import KERNELS_DIR, MPS_DIR, Workspace
 from mpsgen.cpp import mask_code, match_brace
 from mpsgen.errors import MpsgenError
-from mpsgen.model import Location
+from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.stubs import Stub
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
@@ -197,9 +197,9 @@ def host_signature(iterator_type: str, spec: ParamsSpec) -> str:
 # ---- the header ----------------------------------------------------------------------------------
 
 
-def plan_header(ws: Workspace, templates, spec: ParamsSpec) -> None:
-    """Add the struct to the family's header after its last struct (or create the header with the
-    conventions of the other kernels/*.h headers); a struct of that name already there is kept."""
+def plan_header(ws: Workspace, templates, spec: ParamsSpec) -> FileChange:
+    """The family's header with the struct added after its last struct (or the header created with
+    the conventions of the other kernels/*.h headers); a struct of that name already there is kept."""
     struct_text = templates.render("params_struct.h.j2", struct=spec.struct, fields=spec.fields)
     rel = spec.header
     declared = re.compile(rf"\bstruct\s+{re.escape(spec.struct)}\b")
@@ -211,8 +211,8 @@ def plan_header(ws: Workspace, templates, spec: ParamsSpec) -> None:
         masked = mask_code(text)
         existing = declared.search(masked)
         if existing:
-            ws.add_note(f"{Location(rel, masked.count(chr(10), 0, existing.start()) + 1)}: struct {spec.struct} already exists; kept as is")
-            return
+            where = Location(rel, masked.count("\n", 0, existing.start()) + 1)
+            return FileChange(rel, text, notes=(Note("kept", f"struct {spec.struct} already exists; kept as is", where),))
         newline = newline_of(text)
         body = struct_text.replace("\n", newline)
         ends = _struct_ends(masked)
@@ -227,9 +227,8 @@ def plan_header(ws: Workspace, templates, spec: ParamsSpec) -> None:
                 insert = ending + (newline if text.strip() else "") + body
         after = replace_spans(text, [(anchor, anchor, insert)])
         detail = f"struct {spec.struct}"
-    ws.write(rel, after)
     where = declared.search(mask_code(after)).start()
-    ws.add_change("params-struct", Location(rel, after.count("\n", 0, where) + 1), detail)
+    return FileChange(rel, after, (Change("params-struct", Location(rel, after.count("\n", 0, where) + 1), detail),))
 
 
 def _struct_ends(masked: str) -> list[int]:
@@ -282,14 +281,14 @@ def _new_header(ws: Workspace, struct_text: str) -> str:
 # ---- includes ------------------------------------------------------------------------------------
 
 
-def plan_include(ws: Workspace, rel: str, header: str) -> None:
-    """`#include <header>` in `rel`'s first top-level include block: at its sorted place when the
-    block is sorted, else after its last line. Nothing when the file includes it already."""
-    text = ws.read(rel)
+def plan_include(text: str, rel: str, header: str) -> FileChange:
+    """`#include <header>` in the first top-level include block of `rel` (its `text`): at its
+    sorted place when the block is sorted, else after its last line. Nothing when the file includes
+    it already."""
     masked = mask_code(text)
     found = list(_includes(text, masked))
     if any(m.group(2) == header for m, _ in found):
-        return
+        return FileChange(rel, text)
     newline = newline_of(text)
     index = LineIndex(text)
     block = _first_block(found, index)
@@ -304,9 +303,9 @@ def plan_include(ws: Workspace, rel: str, header: str) -> None:
             anchor = index.end_of(index.line_of(after[-1].start())) if after else index.start_of(index.line_of(block[0].start()))
         else:
             anchor = index.end_of(index.line_of(block[-1].start()))
-    ws.write(rel, replace_spans(text, [(anchor, anchor, line_text)]))
-    ws.add_change("include", Location(rel, index.line_of(anchor) if anchor < len(text) else index.line_count + 1),
-                  f"#include <{header}>")
+    line = index.line_of(anchor) if anchor < len(text) else index.line_count + 1
+    return FileChange(rel, replace_spans(text, [(anchor, anchor, line_text)]),
+                      (Change("include", Location(rel, line), f"#include <{header}>"),))
 
 
 def _includes(text: str, masked: str):
@@ -500,15 +499,13 @@ def render_host_kernel(templates, *, function: str, iterator_type: str, kernel_n
     )
 
 
-def plan_params_kernel(views, templates, spec, options) -> frozenset[str]:
-    """Header struct, includes, functor + registrations and host kernel of a params op; returns the
-    torch dtypes the kernel registers."""
+def choose_params_kernel(views, templates, spec, options):
+    """What a params op's kernel step writes (`mpsgen.pipeline.KernelChoice`): body, groups by the
+    shared rules (with the exact coverage of params registrations), registration macro."""
     from mpsgen.functor import Body
-    from mpsgen.host import plan_host
-    from mpsgen.metal import plan_kernel
+    from mpsgen.pipeline import KernelChoice
     from mpsgen.rules import choose_groups
 
-    ws = views.ws
     params = spec.params
     kernel = views.kernel(spec.kernel_file)
     existing = spec.functor in kernel.file.functors and options.dtypes is None and options.expr is None
@@ -530,35 +527,20 @@ def plan_params_kernel(views, templates, spec, options) -> frozenset[str]:
     groups = params_groups(groups)
     check_groups(groups)
     if existing:
-        text, regs = "", []
+        text, regs = "", ()
     else:
         text = render_params_functor(templates, body, name=spec.functor, params=params, expr=options.expr,
                                      groups=groups).text
         check_macros(params, kernel.file.own_macros | views.c10_register_macros(), spec.kernel_file)
-        regs = registrations(params, groups)
+        regs = tuple(registrations(params, groups))
     params = replace(params, groups=groups)
-    for field in params.fields:
-        if field.kind == "optional" and not field.default_known:
-            ws.add_note(f"{params.struct}.{field.name}: no catalog default for an unset {field.name}; the host passes "
-                        f"0 with has_{field.name} = false (resolve it as the CPU kernel does, in the host or the functor)")
-    plan_header(ws, templates, params)
-    plan_include(ws, spec.kernel_file, params.include)
-    macro = "" if params.macro in kernel.file.own_macros else registration_macro(templates, params, spec.functor)
-    plan_kernel(ws, spec.kernel_file, spec.functor, text, regs, macro)
-    if body.source == "placeholder":
-        after = ws.read(spec.kernel_file)
-        struct = after.find(f"struct {spec.functor}_functor {{")
-        line = after[: after.find("#error", struct)].count("\n") + 1
-        ws.add_note(f"{Location(spec.kernel_file, line)}: fill in the body of {spec.functor}_functor (the #error stops the build there until you do)")
-    plan_include(ws, spec.host_file, params.include)
-    plan_include(ws, spec.host_file, "fmt/format.h")
-    plan_host(
-        ws, templates, spec.host_file, stub=spec.stub.name, functor=spec.functor, arity=params.arity,
-        alpha=False, iterator_type=spec.iterator_type,
-        kernel_stem=spec.kernel_file.rsplit("/", 1)[-1].removesuffix(".metal"),
-        registered=views.registrations(spec.stub.name), params=params,
+    notes = tuple(
+        Note("todo", f"{params.struct}.{field.name}: no catalog default for an unset {field.name}; the host passes "
+                     f"0 with has_{field.name} = false (resolve it as the CPU kernel does, in the host or the functor)")
+        for field in params.fields if field.kind == "optional" and not field.default_known
     )
-    return covered_dtypes(groups)
+    macro = "" if params.macro in kernel.file.own_macros else registration_macro(templates, params, spec.functor)
+    return KernelChoice(body.source, text, regs, covered_dtypes(groups), macro, params, notes)
 
 
 def _groups_of_macro(kernel, params: ParamsSpec) -> tuple[str, ...]:

@@ -243,10 +243,11 @@ def test_namespace_prefixes_follow_the_files_using_lines():
     ([], (False, True)),
 ])
 def test_register_dispatch_follows_the_files_majority(lines, style):
-    from mpsgen.host import dispatch_style, find_registrations
+    from mpsgen.facts import HostView
+    from mpsgen.host import dispatch_style
 
     text = "namespace at::native {\n" + "".join(line + "\n" for line in lines) + "} // namespace at::native\n"
-    assert dispatch_style(text, find_registrations(text, "x.mm")) == style
+    assert dispatch_style(text, HostView.read(text, "x.mm").direct_registrations()) == style
 
 
 def test_a_backward_kernel_goes_next_to_its_forward_one(tmp_path):

@@ -108,7 +108,7 @@ def spec_for(kernel_file: str = f"{KERNELS}/FooKernel.metal"):
 
 def test_a_header_without_siblings_is_just_pragma_once(tmp_path):
     ws = workspace(tmp_path, {})
-    plan_header(ws, Templates(), spec_for())
+    ws.apply(plan_header(ws, Templates(), spec_for()))
     assert ws.read(f"{KERNELS}/Foo.h") == "#pragma once\n\ntemplate <typename T>\nstruct FooParams {\n  T lo;\n  T hi;\n};\n"
     assert ws.plan().edits[0].created
 
@@ -116,7 +116,7 @@ def test_a_header_without_siblings_is_just_pragma_once(tmp_path):
 def test_a_header_keeps_crlf_and_a_missing_final_newline(tmp_path):
     rel = f"{KERNELS}/Foo.h"
     ws = workspace(tmp_path, {rel: "#pragma once\r\n\r\n// nothing yet"})
-    plan_header(ws, Templates(), spec_for())
+    ws.apply(plan_header(ws, Templates(), spec_for()))
     assert ws.read(rel) == (
         "#pragma once\r\n\r\n// nothing yet\r\n\r\ntemplate <typename T>\r\nstruct FooParams {\r\n  T lo;\r\n  T hi;\r\n};\r\n")
 
@@ -124,7 +124,7 @@ def test_a_header_keeps_crlf_and_a_missing_final_newline(tmp_path):
 def test_include_goes_to_its_sorted_place_in_a_sorted_block(tmp_path):
     rel = f"{KERNELS}/FooKernel.metal"
     ws = workspace(tmp_path, {rel: "#include <c10/metal/indexing.h>\n#include <metal_stdlib>\nusing namespace metal;\n"})
-    plan_include(ws, rel, "ATen/native/mps/kernels/Foo.h")
+    ws.apply(plan_include(ws.read(rel), rel, "ATen/native/mps/kernels/Foo.h"))
     assert ws.read(rel).startswith("#include <ATen/native/mps/kernels/Foo.h>\n#include <c10/metal/indexing.h>\n")
 
 
@@ -133,7 +133,7 @@ def test_include_goes_after_an_unsorted_block_and_not_into_preprocessor_branches
     text = ("// comment\n#include <b.h>\n#include <a.h>\n\n#ifndef AT_PER_OPERATOR_HEADERS\n#include <ATen/Functions.h>\n"
             "#endif\n")
     ws = workspace(tmp_path, {rel: text})
-    plan_include(ws, rel, "ATen/native/mps/kernels/Foo.h")
+    ws.apply(plan_include(ws.read(rel), rel, "ATen/native/mps/kernels/Foo.h"))
     assert ws.read(rel) == text.replace("#include <a.h>\n", "#include <a.h>\n#include <ATen/native/mps/kernels/Foo.h>\n")
 
 
@@ -141,7 +141,7 @@ def test_include_already_there_changes_nothing(tmp_path):
     rel = f"{KERNELS}/FooKernel.metal"
     text = "#include <metal_stdlib>\n#include <ATen/native/mps/kernels/Foo.h>\n"
     ws = workspace(tmp_path, {rel: text})
-    plan_include(ws, rel, "ATen/native/mps/kernels/Foo.h")
+    ws.apply(plan_include(ws.read(rel), rel, "ATen/native/mps/kernels/Foo.h"))
     assert ws.read(rel) == text
 
 
@@ -149,7 +149,7 @@ def test_an_include_in_a_comment_does_not_count(tmp_path):
     rel = f"{KERNELS}/FooKernel.metal"
     text = "// #include <ATen/native/mps/kernels/Foo.h>\n#include <metal_stdlib>\n"
     ws = workspace(tmp_path, {rel: text})
-    plan_include(ws, rel, "ATen/native/mps/kernels/Foo.h")
+    ws.apply(plan_include(ws.read(rel), rel, "ATen/native/mps/kernels/Foo.h"))
     assert ws.read(rel) == text.replace("#include <metal_stdlib>\n", "#include <ATen/native/mps/kernels/Foo.h>\n#include <metal_stdlib>\n")
 
 
@@ -180,7 +180,7 @@ def test_a_created_header_gets_the_usual_file_mode_not_a_temp_files(tmp_path):
     from mpsgen.apply import apply_plan
 
     ws = workspace(tmp_path, {f"{KERNELS}/FooKernel.metal": "#include <metal_stdlib>\n"})
-    plan_header(ws, Templates(), spec_for())
+    ws.apply(plan_header(ws, Templates(), spec_for()))
     old = os.umask(0o022)
     try:
         apply_plan(ws.plan())
@@ -193,7 +193,7 @@ def test_a_wrapped_header_without_structs_gets_the_struct_before_its_else(tmp_pa
     rel = f"{KERNELS}/Foo.h"
     text = "#if !defined(STABLE)\n#pragma once\n\n#else\n#error \"no\"\n#endif\n"
     ws = workspace(tmp_path, {rel: text})
-    plan_header(ws, Templates(), spec_for())
+    ws.apply(plan_header(ws, Templates(), spec_for()))
     assert ws.read(rel) == text.replace("\n#else", "\ntemplate <typename T>\nstruct FooParams {\n  T lo;\n  T hi;\n};\n\n#else")
     assert [str(c) for c in ws.plan().changes] == [f"{rel}:5: params-struct: struct FooParams"]
 
@@ -230,13 +230,15 @@ def test_scan_tiers_of_params_stubs(tmp_path):
 
 
 def test_an_optional_without_a_known_default_is_reported(tmp_path):
-    from mpsgen.params import plan_params_kernel
+    from mpsgen.facts import OpFacts, Views
+    from mpsgen.params import choose_params_kernel
+    from mpsgen.pipeline import StepContext, host_step
     from mpsgen.resolve import Options
 
-    from mpsgen.facts import OpFacts, Views
-
-    class Spec:  # what plan_params_kernel reads of an OpSpec
+    class Spec:  # what the params kernel choice and the host step read of an OpSpec
         op = functor = "foo"
+        arity = 1
+        alpha = False
         facts = OpFacts("foo", (entry("foo(Tensor self, float? lo=None, float? hi=None) -> Tensor"),), (), (), None, "",
                         (), (), None, "foo", (), None, (), ())
         kernel_file = f"{KERNELS}/FooKernel.metal"
@@ -251,11 +253,14 @@ def test_an_optional_without_a_known_default_is_reported(tmp_path):
         Spec.host_file: "#include <ATen/native/mps/OperationUtils.h>\n\nnamespace at::native {\n} // namespace at::native\n",
         "c10/metal/indexing.h": "#define REGISTER_UNARY_ALPHA_OP(NAME, DTYPEI, DTYPEA, DTYPEO) x\n",
     })
-    plan_params_kernel(Views(ws), Templates(), Spec, Options())
-    notes = ws.plan().notes
-    assert ("FooParams.lo: no catalog default for an unset lo; the host passes 0 with has_lo = false "
-            "(resolve it as the CPU kernel does, in the host or the functor)") in notes
-    assert not [n for n in notes if n.startswith("FooParams.hi")]
+    views = Views(ws)
+    choice = choose_params_kernel(views, Templates(), Spec, Options())
+    for change in host_step(StepContext(views, Templates(), Spec, Options(), choice)):
+        ws.apply(change)
+    notes = [str(n) for n in choice.notes]
+    assert notes == ["FooParams.lo: no catalog default for an unset lo; the host passes 0 with has_lo = false "
+                     "(resolve it as the CPU kernel does, in the host or the functor)"]
+    assert [n.kind for n in choice.notes] == ["todo"]
     host = ws.read(Spec.host_file)
     assert "lo.has_value() ? static_cast<scalar_t>(*lo) : scalar_t(0)" in host
     assert "hi.has_value() ? static_cast<scalar_t>(*hi) : scalar_t(1)" in host

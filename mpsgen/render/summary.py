@@ -33,7 +33,7 @@ def summary_segments(plan: Plan, *, command: str, dry_run: bool, grouped: bool =
     steps = list(plan.steps)
     others = list(plan.notes)
     if plan.empty:
-        return [[(f"{ops}: already native Metal; nothing to change.", "green")]] + [[(f"  {one_line(n)}", None)] for n in others]
+        return [[(f"{ops}: already native Metal; nothing to change.", "green")]] + [[(f"  {one_line(str(n))}", None)] for n in others]
     added, removed = line_counts(plan)
     verb = "would change" if dry_run else "changed"
     lines = [[(f"mpsgen {command} {ops}", "bold"), (f": {verb} {len(plan.edits)} files (+{added} / -{removed} lines)", None)]]
@@ -42,7 +42,7 @@ def summary_segments(plan: Plan, *, command: str, dry_run: bool, grouped: bool =
     kind_width = max(len(r[1]) for r in rows)
     for where, kind, detail in rows:
         lines.append([(f"  {where:<{width}}  ", None), (f"{kind:<{kind_width}}", "cyan"), (f"  {detail}", None)])
-    lines += [[("note", "yellow"), (f": {one_line(note)}", None)] for note in others]
+    lines += [[("todo" if note.kind == "todo" else "note", "yellow"), (f": {one_line(str(note))}", None)] for note in others]
     if steps:
         lines.append([("after applying" if dry_run else "next steps", "bold")])
         lines += [[(f"  {step}", None)] for step in steps]
