@@ -1,0 +1,73 @@
+"""Compile one .metal kernel file of a checkout with the host C++ compiler and the Metal prelude."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpsgen.metalhost.compiler import Compiler, attribute, find_compiler, parse_diagnostics
+from mpsgen.metalhost.rewrite import copy_tree, double_literals, include_roots
+from mpsgen.model import Location
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+COMPILE_TIMEOUT = 120.0
+MAX_DIAGNOSTICS = 20
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """The outcome of compiling `path`: passed, failed (with diagnostics) or skipped (with reason)."""
+
+    path: str
+    status: str
+    diagnostics: tuple[tuple[Location, str], ...] = ()
+    reason: str = ""
+    compiler: str = ""
+    seconds: float = 0.0
+    command: tuple[str, ...] = field(default=(), compare=False)
+
+
+def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | None = None,
+                       compiler: Compiler | None = None) -> CompileResult:
+    """Check the kernel file `rel_path` (relative to `checkout_root`, or `text` in its place) with
+    the checkout's own c10/metal headers: one `-fsyntax-only` run of the host compiler on rewritten
+    copies, plus the double-literal check on the file itself. Diagnostics name checkout paths."""
+    root = Path(checkout_root)
+    if compiler is None:
+        compiler, why = find_compiler()
+        if compiler is None:
+            return CompileResult(rel_path, SKIPPED, reason=why)
+    if text is None:
+        text = (root / rel_path).read_text(encoding="utf-8", errors="replace")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="mpsgen-metal-") as work:
+        tree = copy_tree(root, rel_path, Path(work), main_text=text)
+        command = compiler.syntax_command(tree.main, include_roots(Path(work)))
+        try:
+            ran = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return CompileResult(rel_path, FAILED, ((Location(rel_path, 1), f"the host compiler took more than {COMPILE_TIMEOUT:.0f} s"),),
+                                 compiler=compiler.path, seconds=time.perf_counter() - started, command=tuple(command))
+        except OSError as exc:
+            return CompileResult(rel_path, SKIPPED, reason=f"cannot run {compiler.path}: {exc.strerror or exc}",
+                                 compiler=compiler.path)
+    seconds = time.perf_counter() - started
+    diagnostics = _diagnostics(ran.stderr, rel_path)
+    diagnostics += [
+        (Location(rel_path, line), f"floating literal {literal} is a double on the host and Metal has no double (write {literal}f)")
+        for line, literal in double_literals(text)
+    ]
+    if ran.returncode != 0 and not diagnostics:
+        tail = (ran.stderr.strip().splitlines() or ["no output"])[-1]
+        diagnostics = [(Location(rel_path, 1), f"the host compiler failed without a diagnostic mpsgen can read: {tail}")]
+    diagnostics = sorted(dict.fromkeys(diagnostics), key=lambda d: (d[0].path != rel_path, d[0], d[1]))
+    status = FAILED if diagnostics else PASSED
+    return CompileResult(rel_path, status, tuple(diagnostics[:MAX_DIAGNOSTICS]), compiler=compiler.path,
+                         seconds=seconds, command=tuple(command))
+
+
+def _diagnostics(stderr: str, rel_path: str) -> list[tuple[Location, str]]:
+    return [attribute(raw, rel_path) for raw in parse_diagnostics(stderr)]
