@@ -209,6 +209,8 @@ def _finish(plan, command, dry_run, as_json, require_clean=False) -> int:
 @click.option("--require-build", is_flag=True, help="A build that cannot run here is a failure, not a skip.")
 @click.option("--require-tests", is_flag=True, help="Tests that cannot run here are a failure, not a skip.")
 @click.option("--grad", is_flag=True, help="Also run test_output_grad_match_<name>.")
+@click.option("--require-metal-compile", is_flag=True,
+              help="No C++ compiler for the metal-compile check is a failure, not a skip.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="Time limit for each of the build and test stages.")
 @click.option("--assume-mps", is_flag=True,
@@ -218,7 +220,7 @@ def _finish(plan, command, dry_run, as_json, require_clean=False) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document with every finding instead of the table.")
 @click.pass_obj
 def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_dir, require_build, require_tests,
-           grad, timeout, assume_mps, log_dir, junit_xml, as_json):
+           grad, require_metal_compile, timeout, assume_mps, log_dir, junit_xml, as_json):
     """Prove that the MPS change of OPS is complete: static checks, build, test_output_match.
 
     Exit codes: 0 every required stage passed (skips are listed with their reason), 1 a check
@@ -244,7 +246,8 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
             selected = check_op_names(checkout, tuple(ops))
         options = VerifyOptions(static_only=static_only, build_cmd=build_cmd, build_dir=build_dir,
                                 require_build=require_build, require_tests=require_tests, grad=grad,
-                                timeout=timeout, assume_mps=assume_mps, log_dir=log_dir)
+                                timeout=timeout, assume_mps=assume_mps, log_dir=log_dir,
+                                require_metal_compile=require_metal_compile)
         report = _with_progress(lambda progress: run_verify(checkout, selected, options, progress), as_json)
         if junit_xml:
             from mpsgen.junit import report_to_junit

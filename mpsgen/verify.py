@@ -152,6 +152,7 @@ class VerifyOptions:
     timeout: float | None = None
     assume_mps: bool = False
     log_dir: str | None = None
+    require_metal_compile: bool = False
 
 
 # A progress callback: (stage, completed, total or None, message).
@@ -274,7 +275,7 @@ def _git(root: Path, args: list[str]) -> str:
 # ---------------------------------------------------------------------------------- static checks
 
 STATIC_CHECKS = ("yaml-dispatch", "stub-registration", "kernel-name", "dtype-coverage", "placeholder",
-                 "legacy", "test-lists", "balance")
+                 "legacy", "test-lists", "balance", "metal-compile")
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,9 @@ class _Reader:
         self._kernels: dict[str, object] = {}
         self._registered: dict[str, dict[str, tuple[set[str], int]]] = {}
         self._xfail = None
+        from mpsgen.metalhost.verifycheck import MetalCompiles
+
+        self.metal = MetalCompiles(checkout.root)
 
     def kernel_files(self) -> list[str]:
         return self.checkout.glob(KERNELS_DIR, "*.metal")
@@ -461,6 +465,7 @@ def check_op(reader: _Reader, op: str) -> list[CheckResult]:
         ("legacy", _check_legacy),
         ("test-lists", _check_test_lists),
         ("balance", _check_balance),
+        ("metal-compile", _check_metal_compile),
     ):
         try:
             result = func(reader, facts)
@@ -774,6 +779,13 @@ def _check_balance(reader: _Reader, f: _OpFacts):
             out.append(Finding("balance", f.op, location, "unbalanced bracket (no partner found)",
                                "fix the edit so that every (, [ and { closes"))
     return out
+
+
+def _check_metal_compile(reader: _Reader, f: _OpFacts):
+    result = reader.metal.check(f.kernel_files)
+    if isinstance(result, str):
+        return result
+    return [Finding("metal-compile", f.op, where, message, hint) for where, message, hint in result]
 
 
 # --------------------------------------------------------------------------- build and test stages
@@ -1116,7 +1128,9 @@ def verify(checkout: Checkout, ops: tuple[str, ...], options: VerifyOptions,
         reason = "no ops to verify"
         stages = tuple(StageResult(name, SKIPPED, reason) for name in STAGES)
         return VerifyReport(str(checkout.root), ops, stages)
-    checks = static_checks(checkout, ops)
+    reader = _Reader(checkout)
+    reader.metal.required = options.require_metal_compile
+    checks = static_checks(checkout, ops, reader)
     static_status = FAILED if any(c.status == FAILED for c in checks) else PASSED
     static = StageResult("static", static_status, "" if static_status == PASSED else
                          f"{sum(len(c.findings) for c in checks)} finding(s)", checks, duration=time.monotonic() - started)

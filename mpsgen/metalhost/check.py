@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mpsgen.cpp import mask_code
 from mpsgen.metalhost.compiler import Compiler, attribute, find_compiler, parse_diagnostics
 from mpsgen.metalhost.rewrite import copy_tree, double_literals, include_roots
 from mpsgen.model import Location
@@ -55,7 +57,7 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
             return CompileResult(rel_path, SKIPPED, reason=f"cannot run {compiler.path}: {exc.strerror or exc}",
                                  compiler=compiler.path)
     seconds = time.perf_counter() - started
-    diagnostics = _diagnostics(ran.stderr, rel_path)
+    diagnostics = _diagnostics(ran.stderr, rel_path, text)
     diagnostics += [
         (Location(rel_path, line), f"floating literal {literal} is a double on the host and Metal has no double (write {literal}f)")
         for line, literal in double_literals(text)
@@ -69,5 +71,28 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
                          seconds=seconds, command=tuple(command))
 
 
-def _diagnostics(stderr: str, rel_path: str) -> list[tuple[Location, str]]:
-    return [attribute(raw, rel_path) for raw in parse_diagnostics(stderr)]
+def _diagnostics(stderr: str, rel_path: str, text: str) -> list[tuple[Location, str]]:
+    code_lines = mask_code(text).splitlines()
+    out = []
+    for raw in parse_diagnostics(stderr):
+        where, message = attribute(raw, rel_path)
+        if where.path == rel_path:
+            where = Location(rel_path, _missing_token_line(code_lines, where.line, message))
+        out.append((where, message))
+    return out
+
+
+# gcc: "expected ';' before '}' token", reported at the `}` on the next line.
+_EXPECTED_BEFORE = re.compile(r"^expected [‘'`](.+?)[’'`] before [‘'`](.+?)[’'`] token")
+
+
+def _missing_token_line(code_lines: list[str], line: int, message: str) -> int:
+    """The line a missing `;` (or `)`, ...) belongs on: gcc names the line of the token after the
+    gap, which starts a later line when the author forgot the punctuation at the end of a line."""
+    m = _EXPECTED_BEFORE.match(message)
+    if not m or not (0 < line <= len(code_lines)) or not code_lines[line - 1].lstrip().startswith(m.group(2)):
+        return line
+    previous = line - 1
+    while previous > 0 and not code_lines[previous - 1].strip():
+        previous -= 1
+    return previous or line
