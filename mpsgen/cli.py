@@ -268,6 +268,35 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
     sys.exit(run_guarded(state, run))
 
 
+@main.command("try")
+@click.argument("op")
+@click.option("--backend", type=click.Choice(["auto", "host", "mps"]), default="auto", show_default=True,
+              help="Where the functor runs: MPS through torch.mps.compile_shader, or the host C++ compiler with mpsgen's Metal prelude (auto: MPS when available).")
+@click.option("--reference", type=click.Choice(["auto", "torch", "catalog"]), default="auto", show_default=True,
+              help="What it is compared with: torch's CPU op, or the catalog's Python reference (auto: torch when importable).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random samples.")
+@click.option("--samples", type=click.IntRange(min=0), default=32, show_default=True, help="Random cases per dtype, besides the edge values.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the table.")
+@click.pass_obj
+def try_(state, op, backend, reference, seed, samples, as_json):
+    """Run OP's functor, as it stands in the checkout's kernel file, on edge values and random samples
+    of every registered dtype, and compare with a CPU reference.
+
+    Exit codes: 0 every dtype matched, 1 a mismatch (or the kernel does not compile), 2 bad usage or input."""
+
+    def run():
+        from mpsgen.tryop.api import TryOptions, report_to_json, try_op
+
+        report = try_op(state.checkout(), op, TryOptions(backend, reference, seed, samples))
+        if as_json:
+            click.echo(json.dumps(report_to_json(report), indent=2))
+        else:
+            _render_try(report)
+        return report.exit_code
+
+    sys.exit(run_guarded(state, run))
+
+
 @main.command("scan")
 @click.option("--candidates", is_flag=True, help="List the ops `migrate` can take, easiest first, with the reason.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document: one record per op, candidates, totals.")
@@ -347,6 +376,40 @@ def _render_verify(report) -> None:
     summary = ", ".join(f"{s.name} [{colour[s.status]}]{s.status}[/]" + (f" ({escape(s.reason)})" if s.status != "passed" and s.reason else "")
                         for s in report.stages)
     console.print(f"[bold]{len(report.ops)} op(s):[/bold] {summary}")
+
+def _render_try(report) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    # Not a terminal (a log, a pipe): wide enough that the table never truncates a number.
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    where = "on MPS" if report.backend == "mps" else "on the host"
+    console.print(f"ran {escape(report.functor)}_functor ({escape(str(report.location))}) {where}: {escape(report.backend_detail)}")
+    for note in report.not_run:
+        console.print(f"not run: {escape(note)}", style="dim")
+    console.print(f"reference: {escape(report.reference)}" + (f" ({escape(report.reference_note)})" if report.reference_note else ""))
+    table = Table(title=f"mpsgen try {escape(report.op)} (seed {report.seed})", title_justify="left")
+    for column in ("dtype", "in -> out", "cases", "max abs", "max rel", "rtol/atol", "bad", "status"):
+        table.add_column(column, justify="right" if column in ("cases", "max abs", "max rel", "bad") else "left", no_wrap=True)
+    colour = {"passed": "green", "failed": "red", "skipped": "yellow"}
+    for r in report.results:
+        tolerance = "exact" if r.tolerance is None else f"{r.tolerance[0]:g}/{r.tolerance[1]:g}"
+        table.add_row(r.dtype, f"{r.metal_type} -> {r.out_type}", str(r.cases), f"{r.max_abs:.3g}", f"{r.max_rel:.3g}",
+                      tolerance, str(r.mismatches), f"[{colour[r.status]}]{r.status}[/]")
+    console.print(table)
+    for r in report.results:
+        if r.note:
+            console.print(f"{r.dtype}: {escape(r.note)}", style="dim")
+        shown = r.examples[:3]
+        for m in shown:
+            args = ", ".join(repr(v) for v in m.inputs)
+            console.print(f"[red]mismatch[/] {r.dtype}: {escape(report.op)}({escape(args)}) = {m.got!r}, reference {m.want!r}")
+        if r.mismatches > len(shown):
+            console.print(f"  ... {r.mismatches - len(shown)} more {r.dtype} mismatches (--json lists the first {len(r.examples)})")
+    failed = [r.dtype for r in report.results if r.status == "failed"]
+    console.print(f"[bold]{len(report.results)} dtype(s):[/bold] " + (f"[red]mismatches in {', '.join(failed)}[/]" if failed else "[green]all match[/]"))
+
 
 def _render_scan(report, candidates: bool) -> None:
     from rich.console import Console
