@@ -10,7 +10,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 from mpsgen.tryop.compare import DtypeResult, compare
 from mpsgen.tryop.lookup import METAL_TO_TORCH, functor_facts
-from mpsgen.tryop.reference import Reference, catalog_reference, torch_reference
+from mpsgen.tryop.reference import Expected, Reference, catalog_reference, torch_reference
 from mpsgen.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_host, run_on_mps
 from mpsgen.tryop.source import host_program, shader_source
 from mpsgen.tryop.values import Inputs, keep, make_inputs, traps
@@ -58,11 +58,13 @@ def choose_backend(requested: str) -> tuple[str, tuple[str, ...]]:
     return "host", ((f"mps: {no_mps}",) if no_mps else ("mps: not used (--backend host)",))
 
 
-def choose_reference(op: str, arity: int, requested: str) -> tuple[Reference, str]:
+def choose_reference(op: str, arity: int, requested: str) -> tuple[Reference, Reference | None, str]:
+    """The reference, a fallback for dtypes it has no kernel for (auto only), and a note."""
     if requested in ("auto", "torch"):
         found, why = torch_reference(op, arity)
         if found is not None:
-            return found, ""
+            fallback = catalog_reference(op)[0] if requested == "auto" else None
+            return found, fallback, ""
         if requested == "torch":
             raise MpsgenError(f"no torch reference for {op}: {why}", hint="use --reference catalog, or install torch")
     found, why_not = catalog_reference(op)
@@ -70,7 +72,8 @@ def choose_reference(op: str, arity: int, requested: str) -> tuple[Reference, st
         reason = why_not if requested == "catalog" else f"{why}; {why_not}"
         raise MpsgenError(f"nothing to compare {op} with: {reason}",
                           hint="install torch (pip install torch==2.13.0) so that its CPU op is the reference")
-    return found, ("" if requested == "catalog" else f"torch reference unavailable: {why}")
+    note = "double-precision Python reference: where float arithmetic overflows (products of huge values) it can disagree with a float kernel that is right"
+    return found, None, (note if requested == "catalog" else f"torch reference unavailable: {why}; {note}")
 
 
 def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> TryReport:
@@ -81,21 +84,25 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
     if not 1 <= facts.arity <= 3:
         raise MpsgenError(f"{op} takes {facts.arity} tensors; try runs unary, binary and ternary functors", location=facts.location)
     backend, not_run = choose_backend(options.backend)
-    reference, reference_note = choose_reference(op, facts.arity, options.reference)
+    reference, fallback, reference_note = choose_reference(op, facts.arity, options.reference)
     source = shader_source(checkout, facts, facts.input_types)
     inputs = [make_inputs(t, facts.arity, options.seed, options.samples) for t in facts.input_types]
     if backend == "mps":
-        runs = _run_mps(source, inputs, reference)
+        runs = _run_mps(source, inputs, reference, fallback)
         import torch
 
         detail = f"torch {torch.__version__} torch.mps.compile_shader"
     else:
         outputs, detail = run_on_host(host_program(checkout, facts, source, inputs), facts.kernel_file)
         detail = f"{detail} with mpsgen's Metal prelude"
-        runs = _host_runs(inputs, outputs, reference)
+        runs = _host_runs(inputs, outputs, reference, fallback)
     results = []
     for case, out, want in runs:
-        result = compare(case, out.values, want.values, out.out_type, want.note)
+        if isinstance(want, str):
+            results.append(DtypeResult(case.metal_type, METAL_TO_TORCH[case.metal_type], out.out_type, 0, 0.0, 0.0, 0, (),
+                                       None, "skipped", want))
+            continue
+        result = compare(case, out.values, want.values, out.out_type, want.note, want.alone)
         if want.out_type != out.out_type:
             result = DtypeResult(result.metal_type, result.dtype, result.out_type, result.cases, result.max_abs,
                                  result.max_rel, result.mismatches, result.examples, result.tolerance, "failed",
@@ -108,7 +115,7 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
 _TRAP_NOTE = "integer division by 0 (or of the minimum by -1) traps on a CPU"
 
 
-def _host_runs(inputs: list[Inputs], outputs: list[Outputs], reference: Reference):
+def _host_runs(inputs: list[Inputs], outputs: list[Outputs], reference: Reference, fallback: Reference | None):
     """(inputs, outputs, expected) per type; cases the host driver did not run are left out of all three."""
     by_type = {o.metal_type: o for o in outputs}
     runs = []
@@ -119,23 +126,36 @@ def _host_runs(inputs: list[Inputs], outputs: list[Outputs], reference: Referenc
         ran = [i for i, v in enumerate(out.values) if v is not None]
         case = keep(case, ran, _TRAP_NOTE)
         out = Outputs(out.metal_type, out.out_type, tuple(out.values[i] for i in ran))
-        runs.append((case, out, reference.compute(case, out.out_type)))
+        runs.append((case, out, _expected(case, out.out_type, reference, fallback)))
     return runs
 
 
-def _run_mps(source: str, inputs: list[Inputs], reference: Reference):
+def _expected(case: Inputs, out_type: str | None, reference: Reference, fallback: Reference | None):
+    """The reference's values for `case`, else the fallback's (with a note), else why there are none."""
+    try:
+        return reference.compute(case, out_type)
+    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        why = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+        if fallback is None:
+            return f"no reference: {why}"
+        want = fallback.compute(case, out_type)
+        note = f"{reference.name} refuses it ({why}); compared with {fallback.name}"
+        return Expected(want.values, want.out_type, "; ".join(n for n in (note, want.note) if n))
+
+
+def _run_mps(source: str, inputs: list[Inputs], reference: Reference, fallback: Reference | None):
     """As _host_runs, on MPS: the reference comes first (it gives the output dtype); integer cases
     that trap on the CPU are left out when the reference refuses them."""
     prepared, expected = [], {}
     for case in inputs:
-        try:
-            want = reference.compute(case, None)
-        except (RuntimeError, ZeroDivisionError):
+        if any(traps(case, i) for i in range(case.count)) and isinstance(_expected(case, None, reference, None), str):
             case = keep(case, [i for i in range(case.count) if not traps(case, i)], _TRAP_NOTE)
-            want = reference.compute(case, None)
+        want = _expected(case, None, reference, fallback)
         prepared.append(case)
         expected[case.metal_type] = want
-    outputs = run_on_mps(source, prepared, {t: METAL_TO_TORCH.get(e.out_type, "float32") for t, e in expected.items()})
+    out_dtypes = {t: METAL_TO_TORCH.get(e.out_type, "float32") if not isinstance(e, str) else METAL_TO_TORCH[t]
+                  for t, e in expected.items()}
+    outputs = run_on_mps(source, prepared, out_dtypes)
     return [(case, out, expected[case.metal_type]) for case, out in zip(prepared, outputs)]
 
 

@@ -83,7 +83,9 @@ def ref_heaviside(x, v):
 
 def ref_fmod(a, b):
     if isinstance(a, int):
-        return int(math.fmod(a, b))
+        # C's %: truncated division, the sign of a (exact for 64-bit values, unlike math.fmod).
+        remainder = abs(a) % abs(b)
+        return remainder if a >= 0 else -remainder
     if math.isnan(a) or math.isnan(b) or math.isinf(a) or b == 0:
         return NAN
     return math.fmod(a, b)
@@ -116,10 +118,9 @@ def _softplus(x):
 
 
 def ref_mish(x):
-    if math.isnan(x):
+    # -inf * tanh(softplus(-inf)) is -inf * 0: NaN, as the CPU computes it.
+    if math.isnan(x) or x == -INF:
         return NAN
-    if x == -INF:
-        return -0.0
     return x * math.tanh(_softplus(x))
 
 
