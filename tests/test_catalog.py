@@ -2,8 +2,10 @@
 body computes the right values for every dtype group it claims.
 
 There is no Metal compiler here, so the value tests compile the rendered functors as C++17 against
-tests/metal_shim/metal_shim.h (our own mapping of the Metal vocabulary onto standard C++), run them
-over a table of inputs per type, and compare with references computed below from `math`/`cmath`.
+mpsgen's Metal prelude (mpsgen/metalhost/include, the one `verify`'s metal-compile check and `try`
+use) and the miniature checkout's c10/metal/utils.h, with the test driver tests/metal_shim/harness.h,
+run them over a table of inputs per type, and compare with the references in
+mpsgen/tryop/references.py.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 from mpsgen.catalog import CatalogEntry, load_catalog, lookup
 from mpsgen.dtypes import GROUPS, METAL_INPUT_TYPES
 from mpsgen.errors import MpsgenError
+from mpsgen.metalhost.compiler import PRELUDE_DIR
 from mpsgen.templates import Templates
 from mpsgen.tryop.references import (
     REFERENCES,
@@ -44,7 +47,8 @@ from mpsgen.tryop.references import (
     ref_xlogy,
 )
 
-SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"
+SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"  # the test driver, harness.h
+FIXTURE_CHECKOUT = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
 NAN = math.nan
 INF = math.inf
 
@@ -385,7 +389,7 @@ def shim_run(tmp_path_factory):
     compile_cmd = [
         compiler, "-std=c++17", "-O1", "-Wall", "-Werror=double-promotion", "-Werror=float-conversion",
         "-Wno-type-limits", "-Wno-bool-operation", "-Wno-int-in-bool-context",
-        f"-I{SHIM_DIR}", str(source), "-o", str(binary),
+        f"-I{SHIM_DIR}", f"-I{PRELUDE_DIR}", f"-I{FIXTURE_CHECKOUT}", str(source), "-o", str(binary),
     ]
     built = subprocess.run(compile_cmd, capture_output=True, text=True)
     assert built.returncode == 0, f"compiling the rendered functors failed:\n{built.stderr[:6000]}"

@@ -47,8 +47,13 @@ static_assert(sizeof(long) == 8, "Metal's long is 64 bits: use a 64-bit host (LP
 struct bfloat {
   unsigned short bits;  // no initializer: bfloat stays trivial, so it can live in unions
   bfloat() = default;
-  constexpr bfloat(float f) : bits(round_bits(f)) {}
-  template <typename A, std::enable_if_t<std::is_arithmetic_v<A> || std::is_same_v<A, half>, int> = 0>
+  // float -> bfloat is explicit here (Metal has it implicit, as for any arithmetic type): with both
+  // directions implicit, `c ? a_bfloat : a_float` would be ambiguous for a class, where Metal makes it
+  // float. Integers convert implicitly (`T acc = 0;`).
+  constexpr explicit bfloat(float f) : bits(round_bits(f)) {}
+  template <typename A, std::enable_if_t<std::is_floating_point_v<A> || std::is_same_v<A, half>, int> = 0>
+  constexpr explicit bfloat(A a) : bits(round_bits(static_cast<float>(a))) {}
+  template <typename A, std::enable_if_t<std::is_integral_v<A>, int> = 0>
   constexpr bfloat(A a) : bits(round_bits(static_cast<float>(a))) {}
   constexpr operator float() const { return __builtin_bit_cast(float, static_cast<unsigned>(bits) << 16); }
   static constexpr unsigned short round_bits(float f) {
@@ -509,46 +514,54 @@ inline float smoothstep(float e0, float e1, float x) {
 }
 }  // namespace mpsgen_math
 
+// Scalar overloads compute in float and round to their type. half overloads exist in metal:: only
+// (MPSGEN_IF_HALF): precise:: and fast:: are float functions, so `precise::log(10)` resolves.
 #define MPSGEN_MAP1(NAME, EXPR)                                                      \
   inline float NAME(float x) { return EXPR; }                                        \
-  inline half NAME(half h) {                                                         \
+  inline bfloat NAME(bfloat b) {                                                     \
+    const float x = static_cast<float>(b);                                           \
+    return static_cast<bfloat>(EXPR);                                                \
+  }                                                                                  \
+  MPSGEN_IF_HALF(inline half NAME(half h) {                                          \
     const float x = static_cast<float>(h);                                           \
     return static_cast<half>(EXPR);                                                  \
-  }                                                                                  \
-  template <int N>                                                                   \
-  inline vec<float, N> NAME(const vec<float, N>& v) {                                \
-    vec<float, N> r;                                                                 \
-    for (int i = 0; i < N; ++i) r[i] = NAME(v[i]);                                   \
-    return r;                                                                        \
-  }                                                                                  \
-  template <int N>                                                                   \
-  inline vec<half, N> NAME(const vec<half, N>& v) {                                  \
-    vec<half, N> r;                                                                  \
-    for (int i = 0; i < N; ++i) r[i] = NAME(v[i]);                                   \
+  })                                                                                 \
+  template <typename E, int N, std::enable_if_t<mpsgen_detail::is_float_scalar_v<E>, int> = 0> \
+  inline vec<E, N> NAME(const vec<E, N>& v) {                                        \
+    vec<E, N> r;                                                                     \
+    for (int i = 0; i < N; ++i) r[i] = static_cast<E>(NAME(v[i]));                   \
     return r;                                                                        \
   }
 #define MPSGEN_MAP2(NAME, EXPR)                                                      \
   inline float NAME(float x, float y) { return EXPR; }                               \
-  inline half NAME(half hx, half hy) {                                               \
+  inline bfloat NAME(bfloat bx, bfloat by) {                                         \
+    const float x = static_cast<float>(bx), y = static_cast<float>(by);              \
+    return static_cast<bfloat>(EXPR);                                                \
+  }                                                                                  \
+  MPSGEN_IF_HALF(inline half NAME(half hx, half hy) {                                \
     const float x = static_cast<float>(hx), y = static_cast<float>(hy);              \
     return static_cast<half>(EXPR);                                                  \
-  }                                                                                  \
+  })                                                                                 \
   template <typename E, int N, std::enable_if_t<mpsgen_detail::is_float_scalar_v<E>, int> = 0> \
   inline vec<E, N> NAME(const vec<E, N>& a, const vec<E, N>& b) {                    \
     vec<E, N> r;                                                                     \
-    for (int i = 0; i < N; ++i) r[i] = NAME(a[i], b[i]);                             \
+    for (int i = 0; i < N; ++i) r[i] = static_cast<E>(NAME(a[i], b[i]));            \
     return r;                                                                        \
   }
 #define MPSGEN_MAP3(NAME, EXPR)                                                      \
   inline float NAME(float x, float y, float z) { return EXPR; }                      \
-  inline half NAME(half hx, half hy, half hz) {                                      \
+  inline bfloat NAME(bfloat bx, bfloat by, bfloat bz) {                              \
+    const float x = static_cast<float>(bx), y = static_cast<float>(by), z = static_cast<float>(bz); \
+    return static_cast<bfloat>(EXPR);                                                \
+  }                                                                                  \
+  MPSGEN_IF_HALF(inline half NAME(half hx, half hy, half hz) {                       \
     const float x = static_cast<float>(hx), y = static_cast<float>(hy), z = static_cast<float>(hz); \
     return static_cast<half>(EXPR);                                                  \
-  }                                                                                  \
+  })                                                                                 \
   template <typename E, int N, std::enable_if_t<mpsgen_detail::is_float_scalar_v<E>, int> = 0> \
   inline vec<E, N> NAME(const vec<E, N>& a, const vec<E, N>& b, const vec<E, N>& c) { \
     vec<E, N> r;                                                                     \
-    for (int i = 0; i < N; ++i) r[i] = NAME(a[i], b[i], c[i]);                       \
+    for (int i = 0; i < N; ++i) r[i] = static_cast<E>(NAME(a[i], b[i], c[i]));      \
     return r;                                                                        \
   }
 #define MPSGEN_PRED1(NAME, EXPR)                                                     \
@@ -684,16 +697,18 @@ inline float smoothstep(float e0, float e1, float x) {
   inline bool isordered(float x, float y) { return !isunordered(x, y); }             \
   inline bool isordered(half x, half y) { return !isunordered(x, y); }
 
+#define MPSGEN_IF_HALF(...) __VA_ARGS__
 MPSGEN_FLOAT_MATH
 MPSGEN_ALL_INT_MATH
+#undef MPSGEN_IF_HALF
+#define MPSGEN_IF_HALF(...)
 namespace precise {
 MPSGEN_FLOAT_MATH
-MPSGEN_ALL_INT_MATH
 }  // namespace precise
 namespace fast {
 MPSGEN_FLOAT_MATH
-MPSGEN_ALL_INT_MATH
 }  // namespace fast
+#undef MPSGEN_IF_HALF
 #undef MPSGEN_ALL_INT_MATH
 #undef MPSGEN_INT_MATH
 
@@ -848,5 +863,8 @@ MPSGEN_ATOMIC_FETCH(min, old < arg ? old : arg)
 namespace precise = metal::precise;
 namespace fast = metal::fast;
 
-// Metal has no double: any later use of the type is an error.
+// Metal has no double: any later use of the type is an error. (A host-side test driver that converts
+// through double defines MPSGEN_METAL_ALLOW_DOUBLE and compiles with -Werror=double-promotion.)
+#ifndef MPSGEN_METAL_ALLOW_DOUBLE
 #pragma GCC poison double
+#endif
