@@ -89,8 +89,9 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
     inputs = [make_inputs(t, facts.arity, options.seed, options.samples) for t in facts.input_types]
     if backend == "mps":
         runs = _run_mps(source, inputs, reference, fallback)
-        import torch
+        from mpsgen.tryop.reference import import_torch
 
+        torch = import_torch()
         detail = f"torch {torch.__version__} torch.mps.compile_shader"
     else:
         outputs, detail = run_on_host(host_program(checkout, facts, source, inputs), facts.kernel_file)

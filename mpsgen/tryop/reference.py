@@ -3,6 +3,7 @@ Python reference."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -32,9 +33,17 @@ class Reference:
     compute: Callable[[Inputs, str | None], Expected]  # (inputs, kernel's output type if known)
 
 
+def import_torch():
+    """torch, imported without its warnings about optional extras (NumPy) that try does not use."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        import torch
+    return torch
+
+
 def torch_unavailable() -> str | None:
     try:
-        import torch  # noqa: F401
+        import_torch()
     except ImportError:
         return "torch is not importable (pip install torch==2.13.0 gives a CPU build)"
     return None
@@ -52,7 +61,7 @@ def torch_reference(op: str, arity: int) -> tuple[Reference | None, str]:
     why = torch_unavailable()
     if why:
         return None, why
-    import torch
+    torch = import_torch()
 
     packet = getattr(torch.ops.aten, op, None)
     if packet is None:
@@ -70,12 +79,14 @@ def torch_reference(op: str, arity: int) -> tuple[Reference | None, str]:
 
 def _tensor(torch, column: tuple, dtype_name: str):
     if dtype_name == "complex32":
-        return torch.tensor(list(column), dtype=torch.complex64).to(torch.complex32)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")
+            return torch.tensor(list(column), dtype=torch.complex64).to(torch.complex32)
     return torch.tensor(list(column), dtype=getattr(torch, dtype_name))
 
 
 def _run_torch(overload, inputs: Inputs) -> Expected:
-    import torch
+    torch = import_torch()
 
     dtype = METAL_TO_TORCH[inputs.metal_type]
     note = ""

@@ -37,7 +37,9 @@ def mps_unavailable() -> str | None:
     if sys.platform != "darwin":
         return f"not macOS (this is {sys.platform})"
     try:
-        import torch
+        from mpsgen.tryop.reference import import_torch
+
+        torch = import_torch()
     except ImportError:
         return "torch is not importable"
     if not hasattr(torch, "mps") or not hasattr(torch.mps, "compile_shader"):
@@ -106,9 +108,10 @@ def parse_outputs(stdout: str) -> list[Outputs]:
 def run_on_mps(source: str, inputs: list[Inputs], out_dtypes: dict[str, str]) -> list[Outputs]:
     """Run the try kernels of `source` on the GPU through torch.mps.compile_shader (macOS with MPS).
     `out_dtypes` maps each Metal input type to the torch dtype name of its output buffer."""
-    import torch
-
     from mpsgen.tryop.lookup import METAL_TO_TORCH, TORCH_TO_METAL
+    from mpsgen.tryop.reference import import_torch
+
+    torch = import_torch()
 
     library = torch.mps.compile_shader(source)
     found = []
