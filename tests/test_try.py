@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mpsgen.catalog import load_catalog
+from mpsgen.dtypes import METAL_INPUT_TYPES
 from mpsgen.checkout import Checkout
 from mpsgen.metalhost.compiler import PRELUDE_DIR, find_compiler
 from mpsgen.metalhost.rewrite import rewrite_metal
@@ -185,17 +186,19 @@ def test_integer_division_cases_that_trap_are_left_out_and_said_so(tmp_path):
     assert f"{len(left_out)} cases left out: integer division by 0" in long_result.note
 
 
-# Each catalog body, as new-op/migrate writes it, for every group it registers by default. logaddexp is
-# already native in the fixture (its functor is the fixture's own, not the catalog's).
-CATALOG_OPS = sorted(op for op in load_catalog() if op != "logaddexp")
+# Each catalog body, as new-op/migrate writes it, registered for every group it supports (a superset of
+# its default groups). logaddexp is already native in the fixture (its functor is the fixture's own).
+CATALOG = load_catalog()
+CATALOG_OPS = sorted(op for op in CATALOG if op != "logaddexp")
 
 
 @pytest.fixture(scope="module")
 def every_catalog_body(tmp_path_factory) -> Path:
     root = copy_checkout(tmp_path_factory.mktemp("catalog-bodies"))
     for op in CATALOG_OPS:
-        if run_cli(["-C", str(root), "new-op", op]).exit_code != 0:
-            _apply(root, "migrate", op)
+        groups = ",".join(CATALOG[op].supports)
+        if run_cli(["-C", str(root), "new-op", op, "--dtypes", groups]).exit_code != 0:
+            _apply(root, "migrate", op, "--dtypes", groups)
     return root
 
 
@@ -207,8 +210,24 @@ def test_every_catalog_body_matches_torch_on_cpu(every_catalog_body, op):
     assert report.reference.startswith("torch 2.13.0")
     failed = {r.dtype: [(m.inputs, m.got, m.want) for m in r.examples[:3]] for r in report.results if r.status == "failed"}
     assert not failed
-    assert {r.status for r in report.results} <= {"passed", "skipped"}
-    assert sum(r.cases for r in report.results) > 0
+    # Skipped only where the CPU op itself has no kernel for the dtype (e.g. hypot on integers).
+    for r in report.results:
+        assert r.status == "passed" or (r.status == "skipped" and "not implemented for" in r.note), (r.dtype, r.note)
+    assert sum(r.cases for r in report.results if r.status == "passed") > 0
+    registered = {t for group in CATALOG[op].supports for t in METAL_INPUT_TYPES[group]}
+    assert {r.metal_type for r in report.results} == registered
+
+
+@needs_compiler
+@needs_torch
+def test_a_dtype_the_cpu_op_lacks_is_compared_with_the_catalog_reference(every_catalog_body):
+    report = try_op(Checkout.find(every_catalog_body), "hypot", TryOptions(samples=4))
+    ints = next(r for r in report.results if r.metal_type == "int")
+    assert (ints.status, ints.out_type) == ("passed", "float")
+    assert ints.note.startswith("torch 2.13.0+cpu CPU: aten::hypot refuses it (\"hypot_cpu\" not implemented for 'Int'); "
+                                "compared with catalog: ref_hypot")
+    floats = next(r for r in report.results if r.metal_type == "float")
+    assert (floats.status, floats.note) == ("passed", "")
 
 
 # ---- where it cannot run ---------------------------------------------------------------------------
