@@ -15,10 +15,6 @@ from mpsgen.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_
 from mpsgen.tryop.source import host_program, shader_source
 from mpsgen.tryop.values import Inputs, keep, make_inputs, traps
 
-BACKENDS = ("auto", "host", "mps")
-REFERENCES = ("auto", "torch", "catalog")
-
-
 @dataclass(frozen=True)
 class TryOptions:
     backend: str = "auto"

@@ -19,6 +19,7 @@ TOLERANCES = {
     "half2": (1e-3, 1e-5),
 }
 MAX_EXAMPLES = 10
+_KNOWN = frozenset(METAL_TO_TORCH)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     `alone(i)`, when given, is the reference for case i computed by itself: a kernel value that
     matches it counts as a match (CPU kernels' vectorised and scalar loops can differ at special
     values, and both are the CPU's answer); the note says how many."""
+    # Outputs of a type mpsgen does not know (a struct, a vector) are compared exactly.
     exact = kind(out_type) not in ("float", "complex") if out_type in _KNOWN else True
     tolerance = None if exact else TOLERANCES[out_type]
     max_abs = max_rel = 0.0
@@ -112,5 +114,3 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
                        len(bad), tuple(bad[:MAX_EXAMPLES]), tolerance, status, notes)
 
-
-_KNOWN = frozenset(METAL_TO_TORCH)
