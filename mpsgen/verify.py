@@ -782,7 +782,7 @@ def _check_balance(reader: _Reader, f: _OpFacts):
 
 
 def _check_metal_compile(reader: _Reader, f: _OpFacts):
-    result = reader.metal.check(f.kernel_files)
+    result = reader.metal.check(f.kernel_files, f.host.kernel if f.host else "")
     if isinstance(result, str):
         return result
     return [Finding("metal-compile", f.op, where, message, hint) for where, message, hint in result]

@@ -219,6 +219,25 @@ def test_verify_reports_a_kernel_that_does_not_compile(hypot_done):
     assert "passed 2" in check["findings"][0]["message"]
 
 
+@needs_compiler
+def test_verify_reports_a_double_literal_in_the_ops_functor_only(hypot_done):
+    path = hypot_done / BINARY
+    text = path.read_text(encoding="utf-8")
+    # Another op's functor with an unsuffixed literal is not hypot's business (Metal reads it as float).
+    text = text.replace("return a & b;", "return a & b & int(1.0);", 1)
+    path.write_text(text, encoding="utf-8")
+    code, check = _verify_metal_compile(hypot_done)
+    assert (code, check["status"]) == (0, "passed")
+    start = text.index("struct hypot_functor")
+    body = text.index("return", start)
+    line = text[:body].count("\n") + 1
+    path.write_text(text[:body] + "if (a == 0.5) { return a; }\n    " + text[body:], encoding="utf-8")
+    code, check = _verify_metal_compile(hypot_done)
+    assert (code, check["status"]) == (1, "failed")
+    assert [(f["line"], f["message"]) for f in check["findings"]] == [
+        (line, "floating literal 0.5 is a double on the host and Metal has no double (write 0.5f)")]
+
+
 def test_verify_skips_metal_compile_without_a_compiler_unless_required(hypot_done, monkeypatch):
     monkeypatch.setenv("MPSGEN_CXX", "no-such-compiler-mpsgen")
     code, check = _verify_metal_compile(hypot_done)

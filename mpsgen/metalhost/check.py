@@ -33,10 +33,11 @@ class CompileResult:
 
 
 def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | None = None,
-                       compiler: Compiler | None = None) -> CompileResult:
+                       compiler: Compiler | None = None, literals_in: tuple[str, ...] | None = None) -> CompileResult:
     """Check the kernel file `rel_path` (relative to `checkout_root`, or `text` in its place) with
     the checkout's own c10/metal headers: one `-fsyntax-only` run of the host compiler on rewritten
-    copies, plus the double-literal check on the file itself. Diagnostics name checkout paths."""
+    copies, plus the double-literal check on the file itself (only inside the functors named in
+    `literals_in` when given; `()` turns it off). Diagnostics name checkout paths."""
     root = Path(checkout_root)
     if compiler is None:
         compiler, why = find_compiler()
@@ -58,10 +59,7 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
                                  compiler=compiler.path)
     seconds = time.perf_counter() - started
     diagnostics = _diagnostics(ran.stderr, rel_path, text)
-    diagnostics += [
-        (Location(rel_path, line), f"floating literal {literal} is a double on the host and Metal has no double (write {literal}f)")
-        for line, literal in double_literals(text)
-    ]
+    diagnostics += double_literal_findings(text, rel_path, literals_in)
     if ran.returncode != 0 and not diagnostics:
         tail = (ran.stderr.strip().splitlines() or ["no output"])[-1]
         diagnostics = [(Location(rel_path, 1), f"the host compiler failed without a diagnostic mpsgen can read: {tail}")]
@@ -69,6 +67,26 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
     status = FAILED if diagnostics else PASSED
     return CompileResult(rel_path, status, tuple(diagnostics[:MAX_DIAGNOSTICS]), compiler=compiler.path,
                          seconds=seconds, command=tuple(command))
+
+
+def double_literal_findings(text: str, rel_path: str, functors: tuple[str, ...] | None = None) -> list[tuple[Location, str]]:
+    """Unsuffixed floating literals (`0.5`) in the file, or only inside `struct <name>_functor` for
+    the given names. Metal reads them as float, the host as double: mpsgen's kernels write `0.5f`."""
+    found = double_literals(text)
+    if functors is not None:
+        spans = [_functor_lines(text, rel_path, name) for name in functors]
+        found = [(line, literal) for line, literal in found if any(lo <= line <= hi for lo, hi in spans)]
+    return [(Location(rel_path, line), f"floating literal {literal} is a double on the host and Metal has no double (write {literal}f)")
+            for line, literal in found]
+
+
+def _functor_lines(text: str, rel_path: str, name: str) -> tuple[int, int]:
+    from mpsgen.metal import read_kernel_file
+
+    span = read_kernel_file(text, rel_path).functors.get(name)
+    if span is None:
+        return (0, -1)
+    return text.count("\n", 0, span[0]) + 1, text.count("\n", 0, span[1]) + 1
 
 
 def _diagnostics(stderr: str, rel_path: str, text: str) -> list[tuple[Location, str]]:

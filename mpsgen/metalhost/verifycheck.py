@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsgen.metalhost.check import FAILED, SKIPPED, CompileResult, compile_metal_file
+from mpsgen.metalhost.check import FAILED, SKIPPED, CompileResult, compile_metal_file, double_literal_findings
 from mpsgen.model import Location
 
 HINT = "fix the kernel file; mpsgen compiled it with the host compiler and its Metal prelude"
@@ -22,13 +22,15 @@ class MetalCompiles:
     results: dict[str, CompileResult] = field(default_factory=dict)
 
     def result(self, rel: str) -> CompileResult:
+        """The compiler's verdict on `rel` (double literals are looked for per functor, in check)."""
         if rel not in self.results:
-            self.results[rel] = compile_metal_file(self.root, rel)
+            self.results[rel] = compile_metal_file(self.root, rel, literals_in=())
         return self.results[rel]
 
-    def check(self, kernel_files: list[str]) -> str | list[tuple[Location, str, str]]:
+    def check(self, kernel_files: list[str], functor: str) -> str | list[tuple[Location, str, str]]:
         """The reason the check is skipped, or its findings as (location, message, hint): none
-        when every file compiled clean."""
+        when every file compiled clean and the op's functor has no double literal. (Other
+        functors' literals are not the op's business: Metal reads them as float.)"""
         if not kernel_files:
             return "no kernel file defines the functor (see kernel-name)"
         findings: list[tuple[Location, str, str]] = []
@@ -41,4 +43,6 @@ class MetalCompiles:
                 return f"{result.reason}; --require-metal-compile makes this a failure"
             if result.status == FAILED:
                 findings.extend((where, message, HINT) for where, message in result.diagnostics)
+            text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+            findings.extend((where, message, HINT) for where, message in double_literal_findings(text, rel, (functor,)))
         return findings

@@ -514,14 +514,15 @@ inline float smoothstep(float e0, float e1, float x) {
 }
 }  // namespace mpsgen_math
 
-// Scalar overloads compute in float and round to their type. half overloads exist in metal:: only
-// (MPSGEN_IF_HALF): precise:: and fast:: are float functions, so `precise::log(10)` resolves.
+// Scalar overloads compute in float and round to their type. half and bfloat overloads exist in
+// metal:: only (MPSGEN_IF_HALF): precise:: and fast:: are float functions, so `precise::log(10)` and
+// `precise::pow(2, x_bfloat)` resolve to float as in Metal.
 #define MPSGEN_MAP1(NAME, EXPR)                                                      \
   inline float NAME(float x) { return EXPR; }                                        \
-  inline bfloat NAME(bfloat b) {                                                     \
+  MPSGEN_IF_HALF(inline bfloat NAME(bfloat b) {                                     \
     const float x = static_cast<float>(b);                                           \
     return static_cast<bfloat>(EXPR);                                                \
-  }                                                                                  \
+  })                                                                                 \
   MPSGEN_IF_HALF(inline half NAME(half h) {                                          \
     const float x = static_cast<float>(h);                                           \
     return static_cast<half>(EXPR);                                                  \
@@ -534,10 +535,10 @@ inline float smoothstep(float e0, float e1, float x) {
   }
 #define MPSGEN_MAP2(NAME, EXPR)                                                      \
   inline float NAME(float x, float y) { return EXPR; }                               \
-  inline bfloat NAME(bfloat bx, bfloat by) {                                         \
+  MPSGEN_IF_HALF(inline bfloat NAME(bfloat bx, bfloat by) {                         \
     const float x = static_cast<float>(bx), y = static_cast<float>(by);              \
     return static_cast<bfloat>(EXPR);                                                \
-  }                                                                                  \
+  })                                                                                 \
   MPSGEN_IF_HALF(inline half NAME(half hx, half hy) {                                \
     const float x = static_cast<float>(hx), y = static_cast<float>(hy);              \
     return static_cast<half>(EXPR);                                                  \
@@ -550,10 +551,10 @@ inline float smoothstep(float e0, float e1, float x) {
   }
 #define MPSGEN_MAP3(NAME, EXPR)                                                      \
   inline float NAME(float x, float y, float z) { return EXPR; }                      \
-  inline bfloat NAME(bfloat bx, bfloat by, bfloat bz) {                              \
+  MPSGEN_IF_HALF(inline bfloat NAME(bfloat bx, bfloat by, bfloat bz) {              \
     const float x = static_cast<float>(bx), y = static_cast<float>(by), z = static_cast<float>(bz); \
     return static_cast<bfloat>(EXPR);                                                \
-  }                                                                                  \
+  })                                                                                 \
   MPSGEN_IF_HALF(inline half NAME(half hx, half hy, half hz) {                       \
     const float x = static_cast<float>(hx), y = static_cast<float>(hy), z = static_cast<float>(hz); \
     return static_cast<half>(EXPR);                                                  \
