@@ -42,6 +42,22 @@ def test_rewrite_turns_metal_spellings_into_prelude_ones_on_the_same_line():
     )
 
 
+def test_rewrite_blanks_attribute_lists_keeping_lines_and_continuations():
+    first = "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]);"
+    macro = [
+        "#define R(N)                        \\",
+        '  template [[host_name(#N "_dense_"  \\',
+        '                       "x")]] kernel void f<N>()',
+    ]
+    out = rewrite_metal("\n".join([first, *macro]) + "\n").split("\n")
+    blank = lambda s: " " * len(s)  # noqa: E731
+    assert out[0] == first.replace("[[buffer(0)]]", blank("[[buffer(0)]]")).replace(
+        "[[thread_position_in_grid]]", blank("[[thread_position_in_grid]]"))
+    assert out[1] == macro[0]
+    assert out[2] == "  template" + blank(' [[host_name(#N "_dense_"  ') + "\\"
+    assert out[3] == blank('                       "x")]]') + " kernel void f<N>()"
+
+
 def test_double_literals_are_found_in_code_only():
     text = "x = 1.0f * 2.5; // 3.5\ny = 1e5 + 0x1p3 + 7;\n#define K 0.5\n"
     assert double_literals(text) == [(1, "2.5"), (2, "1e5")]
@@ -183,6 +199,20 @@ def test_without_a_compiler_the_file_is_skipped_with_the_reason(monkeypatch):
     result = compile_metal_file(FIXTURE, BINARY)
     assert (result.status, result.diagnostics) == ("skipped", ())
     assert result.reason == "$MPSGEN_CXX names 'no-such-compiler-mpsgen', which is not an executable on PATH"
+
+
+def test_a_compiler_that_cannot_take_the_prelude_skips_with_the_reason(tmp_path, monkeypatch):
+    from mpsgen.metalhost.compiler import PRELUDE_DIR
+
+    fake = tmp_path / "old-clang++"
+    fake.write_text(f"#!/bin/sh\necho '{PRELUDE_DIR}/mpsgen_metal.h:40:14: error: _Float16 is not supported on this target' >&2\n"
+                    "exit 1\n", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("MPSGEN_CXX", str(fake))
+    result = compile_metal_file(FIXTURE, BINARY)
+    assert (result.status, result.diagnostics) == ("skipped", ())
+    assert result.reason == (f"{fake} cannot compile mpsgen's Metal prelude (<mpsgen metal prelude>/mpsgen_metal.h:40: "
+                             "_Float16 is not supported on this target); use g++ 12+ or clang++ 15+ ($MPSGEN_CXX)")
 
 
 # ---- through verify ----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.cpp import mask_code
-from mpsgen.metalhost.compiler import Compiler, attribute, find_compiler, parse_diagnostics
+from mpsgen.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
 from mpsgen.metalhost.rewrite import copy_tree, double_literals, include_roots
 from mpsgen.model import Location
 
@@ -59,6 +59,13 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
                                  compiler=compiler.path)
     seconds = time.perf_counter() - started
     diagnostics = _diagnostics(ran.stderr, rel_path, text)
+    if diagnostics and all(where.path.startswith(PRELUDE_LABEL) for where, _ in diagnostics):
+        # Nothing in the checkout is to blame: this compiler cannot take the prelude (e.g. clang
+        # before 15 has no _Float16 on x86-64).
+        where, message = diagnostics[0]
+        return CompileResult(rel_path, SKIPPED, reason=f"{compiler.path} cannot compile mpsgen's Metal prelude "
+                             f"({where}: {message}); use g++ 12+ or clang++ 15+ ($MPSGEN_CXX)",
+                             compiler=compiler.path, seconds=seconds, command=tuple(command))
     diagnostics += double_literal_findings(text, rel_path, literals_in)
     if ran.returncode != 0 and not diagnostics:
         tail = (ran.stderr.strip().splitlines() or ["no output"])[-1]

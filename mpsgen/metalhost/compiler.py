@@ -121,9 +121,12 @@ def attribute(diag: RawDiagnostic, checked: str) -> tuple[Location, str]:
     return Location(_display_path(diag.location.path), diag.location.line), diag.message
 
 
+PRELUDE_LABEL = "<mpsgen metal prelude>"
+
+
 def _display_path(path: str) -> str:
     if path.startswith(str(PRELUDE_DIR)):
-        return "<mpsgen metal prelude>/" + Path(path).name
+        return f"{PRELUDE_LABEL}/{Path(path).name}"
     return path
 
 

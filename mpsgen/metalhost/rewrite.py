@@ -41,12 +41,49 @@ def double_literals(text: str) -> list[tuple[int, str]]:
     return [(code.count("\n", 0, m.start()) + 1, m.group(0)) for m in UNSUFFIXED_FLOAT.finditer(code)]
 
 
+def _attribute_lists(masked: str) -> list[tuple[int, int]]:
+    """Spans of `[[...]]` attribute lists in code, macro bodies included."""
+    spans = []
+    start = masked.find("[[")
+    while start >= 0:
+        depth, i = 0, start
+        while i < len(masked):
+            if masked[i] == "[":
+                depth += 1
+            elif masked[i] == "]":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        if depth != 0:
+            break
+        spans.append((start, i + 1))
+        start = masked.find("[[", i + 1)
+    return spans
+
+
+_KEEP_IN_BLANKS = re.compile(r"\\\r?\n|\n")
+
+
+def _blank(text: str) -> str:
+    """`text` as spaces, keeping its newlines and line continuations (so lines do not move)."""
+    out, done = [], 0
+    for m in _KEEP_IN_BLANKS.finditer(text):
+        out.append(" " * (m.start() - done) + m.group(0))
+        done = m.end()
+    out.append(" " * (len(text) - done))
+    return "".join(out)
+
+
 def rewrite_metal(text: str) -> str:
     """`text` with Metal-only spellings turned into what the prelude understands, every change
     inside one line: `0.5` -> `0.5f`, `1.5h` -> `1.5_mpsgen_h`, `v.zw` -> `v.zw()`,
-    `constant const` -> `constant`."""
-    code = _code_spans(mask_code(text))
-    edits: list[tuple[int, int, str]] = []
+    `constant const` -> `constant`, and attribute lists (`[[buffer(0)]]`, `[[host_name("x")]]`)
+    blanked: they mean nothing to the host compiler, and clang refuses one after `template` in an
+    explicit instantiation."""
+    masked = mask_code(text)
+    code = _code_spans(masked)
+    edits: list[tuple[int, int, str]] = [(a, b, _blank(text[a:b])) for a, b in _attribute_lists(masked)]
     for m in _HALF_LITERAL.finditer(code):
         edits.append((m.start(), m.end(), m.group(1) + "_mpsgen_h"))
     for m in UNSUFFIXED_FLOAT.finditer(code):

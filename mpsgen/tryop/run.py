@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpsgen.errors import CheckFailed, MpsgenError
-from mpsgen.metalhost.compiler import Compiler, attribute, find_compiler, parse_diagnostics
+from mpsgen.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
 from mpsgen.metalhost.rewrite import rewrite_metal
 from mpsgen.tryop.values import Inputs, from_float32_bits
 
@@ -72,12 +72,17 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
     return parse_outputs(ran.stdout), compiler.path
 
 
-def _compile_failure(stderr: str, kernel_file: str) -> CheckFailed:
+def _compile_failure(stderr: str, kernel_file: str) -> MpsgenError:
     found = parse_diagnostics(stderr)
     if not found:
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return CheckFailed(f"the try program did not compile: {tail}", hint="run with --debug; this may be a bug in mpsgen's prelude")
-    where, message = attribute(found[0], kernel_file)
+    attributed = [attribute(d, kernel_file) for d in found]
+    if all(where.path.startswith(PRELUDE_LABEL) for where, _ in attributed):
+        where, message = attributed[0]
+        return MpsgenError(f"the host compiler cannot compile mpsgen's Metal prelude ({where}: {message})",
+                           hint="use g++ 12+ or clang++ 15+ ($MPSGEN_CXX), or run on a Mac with MPS")
+    where, message = next((w, m) for w, m in attributed if not w.path.startswith(PRELUDE_LABEL))
     more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
     return CheckFailed(f"{message}{more}", location=where,
                        hint="fix the kernel file; `mpsgen verify OP --static-only` lists every error")

@@ -4,8 +4,8 @@
 // check a .metal kernel file together with the checkout's own c10/metal headers, and lets mpsgen run
 // a functor on the CPU. It models names and types, not the GPU:
 //   * address spaces: `constant` is `const` (so `constant T*` and `device T*` overload apart, as in
-//     Metal), `device`, `thread`, `threadgroup` vanish; `kernel` vanishes; attributes such as
-//     [[buffer(0)]] and [[host_name("...")]] are left to the compiler, which ignores them.
+//     Metal), `device`, `thread`, `threadgroup` vanish; `kernel` vanishes; attribute lists such as
+//     [[buffer(0)]] and [[host_name("...")]] are blanked by mpsgen's rewrite of the copy it compiles.
 //   * half is _Float16 (real half precision); bfloat keeps 8 significant bits (round to nearest even).
 //   * vectors (float2 ... bool4) have x/y/z/w, [i], element-wise operators; swizzles are written
 //     `v.zw()` by mpsgen's rewrite of the copy it compiles.
