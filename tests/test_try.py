@@ -12,15 +12,17 @@ import pytest
 
 from mpsgen.catalog import load_catalog
 from mpsgen.dtypes import METAL_INPUT_TYPES
-from mpsgen.checkout import Checkout
+from mpsgen.checkout import COMMON_METHODS, Checkout
 from mpsgen.metalhost.compiler import PRELUDE_DIR, find_compiler
 from mpsgen.metalhost.rewrite import rewrite_metal
+from mpsgen.model import Location
 from mpsgen.tryop.api import TryOptions, try_op
 from mpsgen.tryop.compare import compare
 from mpsgen.tryop.lookup import functor_facts
 from mpsgen.tryop.reference import torch_unavailable
 from mpsgen.tryop.run import mps_unavailable
 from mpsgen.tryop.source import host_program, shader_source
+from mpsgen.tryop.tolerances import Tolerance, opinfo_tolerances
 from mpsgen.tryop.values import Inputs, make_inputs, traps
 from support import copy_checkout, run_cli
 
@@ -87,6 +89,19 @@ def test_integer_outputs_must_match_exactly():
     inputs = Inputs("int", ((5, 6),))
     assert compare(inputs, (5, 7), (5, 6), "int").mismatches == 1
     assert compare(inputs, (5, 6), (5, 6), "int").status == "passed"
+
+
+def test_opinfo_mps_tolerance_overrides_are_read_with_their_location():
+    checkout = Checkout.find(Path(__file__).resolve().parent.parent / "fixtures" / "pytorch")
+    text = checkout.read(COMMON_METHODS)
+    asinh_line = text[: text.index("DecorateInfo(toleranceOverride({torch.float32: tol(atol=1e-4")].count("\n") + 1
+    assert opinfo_tolerances(checkout, "asinh") == {
+        "float32": Tolerance(1e-4, 1e-4, Location(COMMON_METHODS, asinh_line)),
+        "complex64": Tolerance(1e-4, 1e-4, Location(COMMON_METHODS, asinh_line)),
+    }
+    # precisionOverride (every device) and overrides for other test classes do not count.
+    assert set(opinfo_tolerances(checkout, "atanh")) == {"float16"}
+    assert opinfo_tolerances(checkout, "hypot") == {}
 
 
 # ---- the shader source -----------------------------------------------------------------------------
@@ -227,7 +242,18 @@ def test_a_dtype_the_cpu_op_lacks_is_compared_with_the_catalog_reference(every_c
     assert ints.note.startswith("torch 2.13.0+cpu CPU: aten::hypot refuses it (\"hypot_cpu\" not implemented for 'Int'); "
                                 "compared with catalog: ref_hypot")
     floats = next(r for r in report.results if r.metal_type == "float")
-    assert (floats.status, floats.note) == ("passed", "")
+    assert (floats.status, floats.note, floats.tolerance) == ("passed", "", (1.3e-6, 1e-5))
+
+
+@needs_compiler
+@needs_torch
+def test_the_opinfo_mps_tolerance_replaces_the_default(every_catalog_body):
+    report = try_op(Checkout.find(every_catalog_body), "asinh", TryOptions(samples=4))
+    floats = next(r for r in report.results if r.metal_type == "float")
+    assert floats.tolerance == (1e-4, 1e-4)
+    assert floats.note.startswith(f"tolerance from {COMMON_METHODS}:")
+    halves = next(r for r in report.results if r.metal_type == "half")
+    assert (halves.tolerance, halves.note) == ((1e-3, 1e-5), "")
 
 
 # ---- where it cannot run ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from mpsgen.tryop.lookup import METAL_TO_TORCH, functor_facts
 from mpsgen.tryop.reference import Expected, Reference, catalog_reference, torch_reference
 from mpsgen.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_host, run_on_mps
 from mpsgen.tryop.source import host_program, shader_source
+from mpsgen.tryop.tolerances import opinfo_tolerances
 from mpsgen.tryop.values import Inputs, keep, make_inputs, traps
 
 @dataclass(frozen=True)
@@ -93,13 +94,19 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
         outputs, detail = run_on_host(host_program(checkout, facts, source, inputs), facts.kernel_file)
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
+    overrides = opinfo_tolerances(checkout, op)
     results = []
     for case, out, want in runs:
         if isinstance(want, str):
             results.append(DtypeResult(case.metal_type, METAL_TO_TORCH[case.metal_type], out.out_type, 0, 0.0, 0.0, 0, (),
                                        None, "skipped", want))
             continue
-        result = compare(case, out.values, want.values, out.out_type, want.note, want.alone)
+        override = overrides.get(METAL_TO_TORCH[case.metal_type])
+        note = want.note
+        if override is not None:
+            note = "; ".join(n for n in (note, f"tolerance from {override.location} (the OpInfo's MPS override)") if n)
+        result = compare(case, out.values, want.values, out.out_type, note, want.alone,
+                         (override.rtol, override.atol) if override else None)
         if want.out_type != out.out_type:
             result = DtypeResult(result.metal_type, result.dtype, result.out_type, result.cases, result.max_abs,
                                  result.max_rel, result.mismatches, result.examples, result.tolerance, "failed",
