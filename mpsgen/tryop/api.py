@@ -116,7 +116,7 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
                      tuple(results), options.seed)
 
 
-_TRAP_NOTE = "integer division by 0 (or of the minimum by -1) traps on a CPU"
+_TRAP_NOTE = "they trap on a CPU (integer division by 0, or of the minimum by -1), where Metal returns some value"
 
 
 def _host_runs(inputs: list[Inputs], outputs: list[Outputs], reference: Reference, fallback: Reference | None):

@@ -21,6 +21,7 @@ from mpsgen.tryop.values import Inputs, float32_bits, kind
 _INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b")
 TRY_KERNELS_NAME = "<mpsgen try kernels>"
+_HOST_HEADERS = "#include <csetjmp>\n#include <csignal>\n"
 
 
 def _resolve(root: Path, including: str, quote: str, name: str) -> str | None:
@@ -111,10 +112,12 @@ def _case(inputs: Inputs) -> _Case:
 
 
 def host_program(checkout: Checkout, facts: FunctorFacts, source: str, inputs: list[Inputs]) -> str:
-    """The host driver appended to `source` (not part of what MPS would compile)."""
+    """`source` with the host driver around it (not part of what MPS would compile): the driver's
+    headers before it, the driver after it."""
     from mpsgen.tryop.lookup import METAL_TO_TORCH
 
     main = Templates(checkout.root).render(
         "try_host_main.cpp.j2", functor=facts.functor, arity=facts.arity, type_names=list(METAL_TO_TORCH),
         cases=[_case(i) for i in inputs])
-    return source + '#line 1 "<mpsgen try host driver>"\n' + main
+    # The driver's own headers come first: the prelude poisons `double` after its standard headers.
+    return _HOST_HEADERS + source + '#line 1 "<mpsgen try host driver>"\n' + main
