@@ -265,6 +265,17 @@ def test_the_opinfo_mps_tolerance_replaces_the_default(every_catalog_body):
     assert (halves.tolerance, halves.note) == ((1e-3, 1e-5), "")
 
 
+@needs_compiler
+@needs_torch
+def test_a_kernel_returning_another_type_than_the_cpu_op_fails(tmp_path):
+    root = copy_checkout(tmp_path)
+    _apply(root, "new-op", "copysign", "--dtypes", "integer", "--expr", "a")
+    report = try_op(Checkout.find(root), "copysign", TryOptions(reference="torch", samples=4))
+    ints = next(r for r in report.results if r.metal_type == "int")
+    assert (ints.status, ints.out_type) == ("failed", "int")
+    assert ints.note.endswith("the kernel returns int, the reference float")
+
+
 # ---- where it cannot run ---------------------------------------------------------------------------
 
 

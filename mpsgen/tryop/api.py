@@ -3,7 +3,7 @@ compute the reference, compare per dtype."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mpsgen.checkout import Checkout
 from mpsgen.errors import MpsgenError
@@ -15,6 +15,7 @@ from mpsgen.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_
 from mpsgen.tryop.source import host_program, shader_source
 from mpsgen.tryop.tolerances import opinfo_tolerances
 from mpsgen.tryop.values import Inputs, keep, make_inputs, traps
+
 
 @dataclass(frozen=True)
 class TryOptions:
@@ -94,26 +95,31 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
         outputs, detail = run_on_host(host_program(checkout, facts, source, inputs), facts.kernel_file)
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
-    overrides = opinfo_tolerances(checkout, op)
+    results = _results(runs, opinfo_tolerances(checkout, op))
+    return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
+                     tuple(results), options.seed)
+
+
+def _results(runs, overrides: dict) -> list[DtypeResult]:
+    """Each type's comparison: skipped without a reference; failed when the kernel's output type is
+    not the reference's; the OpInfo's MPS tolerance for the dtype where it has one."""
     results = []
     for case, out, want in runs:
+        dtype = METAL_TO_TORCH[case.metal_type]
         if isinstance(want, str):
-            results.append(DtypeResult(case.metal_type, METAL_TO_TORCH[case.metal_type], out.out_type, 0, 0.0, 0.0, 0, (),
-                                       None, "skipped", want))
+            results.append(DtypeResult(case.metal_type, dtype, out.out_type, 0, 0.0, 0.0, 0, (), None, "skipped", want))
             continue
-        override = overrides.get(METAL_TO_TORCH[case.metal_type])
+        override = overrides.get(dtype)
         note = want.note
         if override is not None:
             note = "; ".join(n for n in (note, f"tolerance from {override.location} (the OpInfo's MPS override)") if n)
         result = compare(case, out.values, want.values, out.out_type, note, want.alone,
                          (override.rtol, override.atol) if override else None)
         if want.out_type != out.out_type:
-            result = DtypeResult(result.metal_type, result.dtype, result.out_type, result.cases, result.max_abs,
-                                 result.max_rel, result.mismatches, result.examples, result.tolerance, "failed",
-                                 "; ".join(n for n in (result.note, f"the kernel returns {out.out_type}, the reference {want.out_type}") if n))
+            why = f"the kernel returns {out.out_type}, the reference {want.out_type}"
+            result = replace(result, status="failed", note="; ".join(n for n in (result.note, why) if n))
         results.append(result)
-    return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
-                     tuple(results), options.seed)
+    return results
 
 
 _TRAP_NOTE = "they trap on a CPU (integer division by 0, or of the minimum by -1), where Metal returns some value"
