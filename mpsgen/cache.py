@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 CACHE_DIR = ".mpsgen/cache"
-FORMAT = 1
+FORMAT = 2  # 2: OpInfo calls on commented-out lines are not indexed
 
 
 def cache_enabled() -> bool:

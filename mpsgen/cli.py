@@ -261,6 +261,8 @@ def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) ->
 @click.option("--require-build", is_flag=True, help="A build that cannot run here is a failure, not a skip.")
 @click.option("--require-tests", is_flag=True, help="Tests that cannot run here are a failure, not a skip.")
 @click.option("--grad", is_flag=True, help="Also run test_output_grad_match_<name>.")
+@click.option("--require-metal-compile", is_flag=True,
+              help="No C++ compiler for the metal-compile check is a failure, not a skip.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="Time limit for each of the build and test stages.")
 @click.option("--assume-mps", is_flag=True,
@@ -272,7 +274,7 @@ def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) ->
               help=FORMAT_HELP + " github: GitHub Actions annotations, one per finding.")
 @click.pass_obj
 def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_dir, require_build, require_tests,
-           grad, timeout, assume_mps, log_dir, junit_xml, as_json, fmt):
+           grad, require_metal_compile, timeout, assume_mps, log_dir, junit_xml, as_json, fmt):
     """Prove that the MPS change of OPS is complete: static checks, build, test_output_match.
 
     Exit codes: 0 every required stage passed (skips are listed with their reason), 1 a check
@@ -303,7 +305,8 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
             selected = check_op_names(views, tuple(ops))
         options = VerifyOptions(static_only=static_only, build_cmd=build_cmd, build_dir=build_dir,
                                 require_build=require_build, require_tests=require_tests, grad=grad,
-                                timeout=timeout, assume_mps=assume_mps, log_dir=log_dir)
+                                timeout=timeout, assume_mps=assume_mps, log_dir=log_dir,
+                                require_metal_compile=require_metal_compile)
         from mpsgen.render.mode import GITHUB, PLAIN, resolve
 
         mode = PLAIN if as_json else resolve(fmt, sys.stdout)
@@ -332,6 +335,48 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
             from mpsgen.render.verify_table import render_verify
 
             render_verify(report)
+        return report.exit_code
+
+    sys.exit(run_guarded(state, run))
+
+
+@main.command("try", epilog=_examples(
+    "mpsgen try hypot",
+    "mpsgen try asinh --reference catalog --seed 7",
+    "mpsgen try atan2 --json > try.json",
+))
+@click.argument("op")
+@click.option("--backend", type=click.Choice(["auto", "host", "mps"]), default="auto", show_default=True,
+              help="Where the functor runs: MPS through torch.mps.compile_shader, or the host C++ compiler with mpsgen's Metal prelude (auto: MPS when available).")
+@click.option("--reference", type=click.Choice(["auto", "torch", "catalog"]), default="auto", show_default=True,
+              help="What it is compared with: torch's CPU op, or the catalog's Python reference (auto: torch when importable).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random samples.")
+@click.option("--samples", type=click.IntRange(min=0), default=32, show_default=True, help="Random cases per dtype, besides the edge values.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the table.")
+@_format_option("rich", "plain")
+@click.pass_obj
+def try_(state, op, backend, reference, seed, samples, as_json, fmt):
+    """Run OP's functor, as it stands in the checkout's kernel file, on edge values and random samples
+    of every registered dtype, and compare with a CPU reference.
+
+    Exit codes: 0 every dtype matched, 1 a mismatch (or the kernel does not compile), 2 bad usage or input."""
+
+    def run():
+        from mpsgen.render.mode import RICH, resolve
+        from mpsgen.tryop.api import TryOptions, report_to_json, try_op
+
+        _one_format(as_json, fmt)
+        report = try_op(state.checkout(), op, TryOptions(backend, reference, seed, samples))
+        if as_json:
+            click.echo(json.dumps(report_to_json(report), indent=2))
+        elif resolve(fmt, sys.stdout) == RICH:
+            from mpsgen.render.try_table import render_try
+
+            render_try(report)
+        else:
+            from mpsgen.render.try_text import try_lines
+
+            click.echo("\n".join(try_lines(report)))
         return report.exit_code
 
     sys.exit(run_guarded(state, run))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mpsgen.model import Location
 
+EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 
@@ -27,3 +28,9 @@ class MpsgenError(Exception):
             text = f"{text} ({self.hint})"
         return text
 
+
+class CheckFailed(MpsgenError):
+    """What was checked is wrong, not the input (`mpsgen try`: the kernel does not compile, or
+    crashes). Exit code 1, nothing written."""
+
+    exit_code = EXIT_CHECK_FAILED

@@ -418,6 +418,13 @@ class Views:
 
         return self.view("kernel", rel, build)
 
+    def metal_compile(self, rel: str):
+        """The host compiler's verdict on a .metal file as it stands in the Workspace
+        (`mpsgen.metalhost.check.compile_metal_file`): one compile per text per run."""
+        from mpsgen.metalhost.check import compile_metal_file
+
+        return self.view("metal-compile", rel, lambda text: compile_metal_file(self.checkout.root, rel, text=text, literals_in=()))
+
     def c10_register_macros(self) -> frozenset[str]:
         def build() -> frozenset[str]:
             names: set[str] = set()

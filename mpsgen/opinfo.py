@@ -103,7 +103,14 @@ def _name_matches(name: str, targets: frozenset[str]) -> bool:
 
 
 def _call_starts(text: str) -> list[tuple[int, str, str]]:
-    return [(m.start(), m.group(1), m.group(3)) for m in _CALL.finditer(text) if m.group(1) not in _NOT_OPINFOS]
+    """Every `...Info(` call in code: one on a commented-out line (`# BinaryUfuncInfo('igammac', ...`)
+    is not a call."""
+    return [(m.start(), m.group(1), m.group(3)) for m in _CALL.finditer(text)
+            if m.group(1) not in _NOT_OPINFOS and not _commented(text, m.start())]
+
+
+def _commented(text: str, offset: int) -> bool:
+    return "#" in text[text.rfind("\n", 0, offset) + 1 : offset]
 
 
 def _enclosing(starts_offsets: list[int], starts, offset: int) -> int | None:

@@ -20,10 +20,12 @@ from typing import Callable
 import pytest
 
 from mpsgen.catalog import load_catalog
+from mpsgen.metalhost.compiler import PRELUDE_DIR
 from mpsgen.params import PARAMS_TYPES, ParamField
 from mpsgen.templates import Templates
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"
+FIXTURE_CHECKOUT = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
 NAN = math.nan
 INF = math.inf
 CATALOG = {op: entry for op, entry in load_catalog().items() if entry.params}
@@ -228,7 +230,7 @@ def shim_results(tmp_path_factory):
     built = subprocess.run(
         [compiler, "-std=c++17", "-O1", "-Wall", "-Werror=double-promotion", "-Werror=float-conversion",
          "-Wno-type-limits", "-Wno-bool-operation", "-Wno-int-in-bool-context", "-Wno-unused-function",
-         f"-I{SHIM_DIR}", str(source), "-o", str(binary)],
+         f"-I{SHIM_DIR}", f"-I{PRELUDE_DIR}", f"-I{FIXTURE_CHECKOUT}", str(source), "-o", str(binary)],
         capture_output=True, text=True,
     )
     assert built.returncode == 0, f"compiling the rendered params functors failed:\n{built.stderr[:6000]}"

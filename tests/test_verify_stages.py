@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from mpsgen.verify import STATIC_CHECKS
 from support import run_cli
 from test_verify import complete_hypot, edit, line_of
 
@@ -277,7 +278,7 @@ def test_junit_report_parses_and_counts_match(ready, monkeypatch, tmp_path):
     tests = {c.get("name"): c for c in suites["mpsgen.verify.tests"].findall("testcase")}
     assert tests["test_output_match_hypot_cpu_float16"].find("failure") is not None
     assert tests["test_output_match_hypot_cpu_bfloat16"].find("skipped") is not None
-    assert len(suites["mpsgen.verify.static"].findall("testcase")) == 9
+    assert len(suites["mpsgen.verify.static"].findall("testcase")) == len(STATIC_CHECKS) == 10
 
 
 @needs_linux

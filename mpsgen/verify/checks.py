@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from mpsgen.checkout import KERNELS_DIR, NATIVE_FUNCTIONS, Checkout, Workspace
 from mpsgen.errors import MpsgenError
@@ -12,26 +13,35 @@ from mpsgen.facts import OpFacts, Views, read_op
 from mpsgen.model import Location
 from mpsgen.verify.model import FAILED, PASSED, SKIPPED, CheckResult, Finding
 
+@dataclass(frozen=True)
+class CheckSettings:
+    """What the user asked of the checks: `require_metal_compile` turns a metal-compile that cannot
+    run here (no C++ compiler) into a failure."""
+
+    require_metal_compile: bool = False
+
+
 # A check returns its findings, or a string: the reason it was skipped.
-CheckFn = Callable[[Views, OpFacts], "list[Finding] | str"]
+CheckFn = Callable[[Views, OpFacts, CheckSettings], "list[Finding] | str"]
 
 
-def static_checks(checkout: Checkout, ops: tuple[str, ...], views: Views | None = None) -> tuple[CheckResult, ...]:
+def static_checks(checkout: Checkout, ops: tuple[str, ...], views: Views | None = None,
+                  settings: CheckSettings = CheckSettings()) -> tuple[CheckResult, ...]:
     views = views or Views(Workspace(checkout))
     results: list[CheckResult] = []
     for op in ops:
-        results.extend(check_op(views, op))
+        results.extend(check_op(views, op, settings))
     return tuple(results)
 
 
-def check_op(views: Views, op: str) -> list[CheckResult]:
+def check_op(views: Views, op: str, settings: CheckSettings = CheckSettings()) -> list[CheckResult]:
     """Every static check of one op, in STATIC_CHECKS order. A check whose prerequisites failed is
     skipped with the reason; a reader error becomes a finding of the check that hit it."""
     facts = read_op(views, op)
     out = []
     for check, func in CHECKS:
         try:
-            result = func(views, facts)
+            result = func(views, facts, settings)
         except MpsgenError as exc:
             location = exc.location or Location(NATIVE_FUNCTIONS, 1)
             result = [Finding(check, op, location, exc.message, exc.hint or "fix the file so that it can be read")]
@@ -42,7 +52,7 @@ def check_op(views: Views, op: str) -> list[CheckResult]:
     return out
 
 
-def _check_yaml(views: Views, f: OpFacts):
+def _check_yaml(views: Views, f: OpFacts, settings: CheckSettings):
     if not f.shared:
         return [Finding("yaml-dispatch", f.op, f.entries[0].location,
                         f"{f.op} has no shared `CPU, CUDA: ...` dispatch line, so nothing serves MPS through a stub",
@@ -63,7 +73,7 @@ def _check_yaml(views: Views, f: OpFacts):
     return out
 
 
-def _check_stub(views: Views, f: OpFacts):
+def _check_stub(views: Views, f: OpFacts, settings: CheckSettings):
     if not f.shared:
         return "no shared dispatch line"
     if f.stub is None:
@@ -91,7 +101,7 @@ def _check_stub(views: Views, f: OpFacts):
     return []
 
 
-def _check_kernel_name(views: Views, f: OpFacts):
+def _check_kernel_name(views: Views, f: OpFacts, settings: CheckSettings):
     if f.host is None:
         return "no single MPS registration to follow (see stub-registration)"
     if not f.host.kernel:
@@ -115,7 +125,7 @@ def _functor_location(views: Views, f: OpFacts) -> Location:
     return Location(rel, views.kernel(rel).functor_line(views.ws.read(rel), f.functor))
 
 
-def _check_dtypes(views: Views, f: OpFacts):
+def _check_dtypes(views: Views, f: OpFacts, settings: CheckSettings):
     from mpsgen.rules import missing_coverage
     from mpsgen.testlists import dtype_order
 
@@ -137,7 +147,7 @@ def _check_dtypes(views: Views, f: OpFacts):
 _ERROR_LINE = re.compile(r"^[ \t]*#[ \t]*error\b.*$", re.M)
 
 
-def _check_placeholder(views: Views, f: OpFacts):
+def _check_placeholder(views: Views, f: OpFacts, settings: CheckSettings):
     from mpsgen.cpp import mask_code
 
     if f.host is None:
@@ -168,7 +178,7 @@ def legacy_names(f: OpFacts) -> list[str]:
     return sorted(names)
 
 
-def _check_legacy(views: Views, f: OpFacts):
+def _check_legacy(views: Views, f: OpFacts, settings: CheckSettings):
     names = legacy_names(f)
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
     out = []
@@ -198,7 +208,7 @@ _TEST_LIST_FINDINGS = {
 }
 
 
-def _check_test_lists(views: Views, f: OpFacts):
+def _check_test_lists(views: Views, f: OpFacts, settings: CheckSettings):
     from mpsgen.rules import plan_test_lists
 
     if f.host is None or not f.kernel_files:
@@ -234,7 +244,7 @@ def unbalanced(masked: str, path: str) -> list[Location]:
     return [Location(path, masked.count("\n", 0, i) + 1) for i in sorted(bad)]
 
 
-def _check_balance(views: Views, f: OpFacts):
+def _check_balance(views: Views, f: OpFacts, settings: CheckSettings):
     from mpsgen.resolve import FAMILY_FILES
 
     files = list(f.kernel_files) + [rel for rel, _ in f.unreadable]
@@ -255,7 +265,7 @@ def _check_balance(views: Views, f: OpFacts):
     return out
 
 
-def _check_format(views: Views, f: OpFacts):
+def _check_format(views: Views, f: OpFacts, settings: CheckSettings):
     from mpsgen.formatcheck import format_problems, op_line_ranges
 
     if f.host is None:
@@ -265,6 +275,32 @@ def _check_format(views: Views, f: OpFacts):
     if isinstance(result, str):
         return result
     return [Finding("format", f.op, p.location, p.message, p.hint) for p in result]
+
+
+COMPILE_HINT = "fix the kernel file; mpsgen compiled it with the host compiler and its Metal prelude"
+REQUIRED_COMPILER_HINT = "install g++ or clang++ (or set $MPSGEN_CXX), or drop --require-metal-compile"
+
+
+def _check_metal_compile(views: Views, f: OpFacts, settings: CheckSettings):
+    """The op's kernel files compile with the host compiler and mpsgen's Metal prelude (each file
+    once per text: `Views.metal_compile`); no double literal in the op's own functor."""
+    from mpsgen.metalhost.check import SKIPPED, double_literal_findings
+
+    if not f.kernel_files:
+        return "no kernel file defines the functor (see kernel-name)"
+    out = []
+    for rel in f.kernel_files:
+        result = views.metal_compile(rel)
+        if result.status == SKIPPED:
+            if settings.require_metal_compile:
+                out.append(Finding("metal-compile", f.op, Location(rel, 1), f"{rel} was not compiled: {result.reason}",
+                                   REQUIRED_COMPILER_HINT))
+                continue
+            return f"{result.reason}; --require-metal-compile makes this a failure"
+        out.extend(Finding("metal-compile", f.op, where, message, COMPILE_HINT) for where, message in result.diagnostics)
+        out.extend(Finding("metal-compile", f.op, where, message, COMPILE_HINT)
+                   for where, message in double_literal_findings(views.ws.read(rel), rel, (f.functor,)))
+    return out
 
 
 CHECKS: tuple[tuple[str, CheckFn], ...] = (
@@ -277,5 +313,6 @@ CHECKS: tuple[tuple[str, CheckFn], ...] = (
     ("test-lists", _check_test_lists),
     ("balance", _check_balance),
     ("format", _check_format),
+    ("metal-compile", _check_metal_compile),
 )
 STATIC_CHECKS = tuple(name for name, _ in CHECKS)

@@ -103,6 +103,7 @@ class VerifyOptions:
     timeout: float | None = None
     assume_mps: bool = False
     log_dir: str | None = None
+    require_metal_compile: bool = False
 
 
 # A progress callback: (stage, completed, total or None, message).

@@ -19,7 +19,7 @@ from mpsgen.checkout import Checkout, Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts import Views, read_op
 from mpsgen.model import Location
-from mpsgen.verify.checks import static_checks
+from mpsgen.verify.checks import CheckSettings, static_checks
 from mpsgen.verify.model import (
     ASSUME_MPS_ENV,
     DEFAULT_BUILD_CMD,
@@ -373,7 +373,8 @@ def verify(checkout: Checkout, ops: tuple[str, ...], options: VerifyOptions,
         reason = "no ops to verify"
         stages = tuple(StageResult(name, SKIPPED, reason) for name in STAGES)
         return VerifyReport(str(checkout.root), ops, stages)
-    checks = static_checks(checkout, ops, views)
+    settings = CheckSettings(require_metal_compile=options.require_metal_compile)
+    checks = static_checks(checkout, ops, views, settings)
     static_status = FAILED if any(c.status == FAILED for c in checks) else PASSED
     static = StageResult("static", static_status, "" if static_status == PASSED else
                          f"{sum(len(c.findings) for c in checks)} finding(s)", checks, duration=time.monotonic() - started)

@@ -8,7 +8,12 @@
 #include <type_traits>
 #include <utility>
 
-#include "metal_shim.h"
+// The bodies see mpsgen's Metal prelude (mpsgen/metalhost/include) and the miniature checkout's
+// c10/metal/utils.h, as a kernel file would. This driver converts through double, which the prelude
+// otherwise poisons; the bodies stay double-free through -Werror=double-promotion.
+#define MPSGEN_METAL_ALLOW_DOUBLE 1
+#include <metal_stdlib>
+#include <c10/metal/utils.h>
 
 template <typename T> const char* type_name();
 template <> const char* type_name<float>() { return "float"; }

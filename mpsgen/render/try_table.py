@@ -1,0 +1,39 @@
+"""`mpsgen try`'s report as rich tables, for a terminal."""
+
+from __future__ import annotations
+
+
+def render_try(report) -> None:
+    import sys
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    # Not a terminal (a log, a pipe): wide enough that the table never truncates a number.
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    where = "on MPS" if report.backend == "mps" else "on the host"
+    console.print(f"ran {escape(report.functor)}_functor ({escape(str(report.location))}) {where}: {escape(report.backend_detail)}")
+    for note in report.not_run:
+        console.print(f"not run: {escape(note)}", style="dim")
+    console.print(f"reference: {escape(report.reference)}" + (f" ({escape(report.reference_note)})" if report.reference_note else ""))
+    table = Table(title=f"mpsgen try {escape(report.op)} (seed {report.seed})", title_justify="left")
+    for column in ("dtype", "in -> out", "cases", "max abs", "max rel", "rtol/atol", "bad", "status"):
+        table.add_column(column, justify="right" if column in ("cases", "max abs", "max rel", "bad") else "left", no_wrap=True)
+    colour = {"passed": "green", "failed": "red", "skipped": "yellow"}
+    for r in report.results:
+        tolerance = "exact" if r.tolerance is None else f"{r.tolerance[0]:g}/{r.tolerance[1]:g}"
+        table.add_row(r.dtype, f"{r.metal_type} -> {r.out_type}", str(r.cases), f"{r.max_abs:.3g}", f"{r.max_rel:.3g}",
+                      tolerance, str(r.mismatches), f"[{colour[r.status]}]{r.status}[/]")
+    console.print(table)
+    for r in report.results:
+        if r.note:
+            console.print(f"{r.dtype}: {escape(r.note)}", style="dim")
+        shown = r.examples[:3]
+        for m in shown:
+            args = ", ".join(repr(v) for v in m.inputs)
+            console.print(f"[red]mismatch[/] {r.dtype}: {escape(report.op)}({escape(args)}) = {m.got!r}, reference {m.want!r}")
+        if r.mismatches > len(shown):
+            console.print(f"  ... {r.mismatches - len(shown)} more {r.dtype} mismatches (--json lists the first {len(r.examples)})")
+    failed = [r.dtype for r in report.results if r.status == "failed"]
+    console.print(f"[bold]{len(report.results)} dtype(s):[/bold] " + (f"[red]mismatches in {', '.join(failed)}[/]" if failed else "[green]all match[/]"))

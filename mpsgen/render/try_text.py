@@ -1,0 +1,31 @@
+"""`mpsgen try`'s report as plain lines for logs: what ran, the per-dtype table aligned with nothing
+cut, each mismatch on one line with its inputs, and a one-line summary."""
+
+from __future__ import annotations
+
+from mpsgen.render.text import aligned, one_line
+
+
+def try_lines(report) -> list[str]:
+    where = "on MPS" if report.backend == "mps" else "on the host"
+    lines = [one_line(f"ran {report.functor}_functor ({report.location}) {where}: {report.backend_detail}")]
+    lines += [one_line(f"not run: {note}") for note in report.not_run]
+    reference = f"reference: {report.reference}" + (f" ({report.reference_note})" if report.reference_note else "")
+    lines.append(one_line(reference))
+    rows = []
+    for r in report.results:
+        tolerance = "exact" if r.tolerance is None else f"{r.tolerance[0]:g}/{r.tolerance[1]:g}"
+        rows.append((r.dtype, f"{r.metal_type} -> {r.out_type}", str(r.cases), f"{r.max_abs:.3g}", f"{r.max_rel:.3g}",
+                     tolerance, str(r.mismatches), r.status))
+    lines.append(f"mpsgen try {report.op} (seed {report.seed})")
+    lines += aligned(("dtype", "in -> out", "cases", "max abs", "max rel", "rtol/atol", "bad", "status"), rows,
+                     right=(2, 3, 4, 6))
+    for r in report.results:
+        if r.note:
+            lines.append(one_line(f"{r.dtype}: {r.note}"))
+        for m in r.examples:
+            args = ", ".join(repr(v) for v in m.inputs)
+            lines.append(one_line(f"mismatch {r.dtype}: {report.op}({args}) = {m.got!r}, reference {m.want!r}"))
+    failed = [r.dtype for r in report.results if r.status == "failed"]
+    lines.append(f"{len(report.results)} dtype(s): " + (f"mismatches in {', '.join(failed)}" if failed else "all match"))
+    return lines

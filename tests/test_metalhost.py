@@ -1,0 +1,278 @@
+"""The Metal front end for the host compiler: kernel files compile clean with the checkout's own
+c10/metal headers, and each kind of defect is reported at the file and line that has it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mpsgen.metalhost.check import compile_metal_file
+from mpsgen.metalhost.compiler import find_compiler, parse_diagnostics
+from mpsgen.metalhost.rewrite import double_literals, rewrite_metal
+from mpsgen.model import Location
+from support import copy_checkout, run_cli
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
+KERNELS = "aten/src/ATen/native/mps/kernels"
+BINARY = f"{KERNELS}/BinaryKernel.metal"
+FIXTURE_KERNELS = sorted(p.name for p in (FIXTURE / KERNELS).glob("*.metal"))
+
+needs_compiler = pytest.mark.skipif(find_compiler()[0] is None, reason="no C++ compiler (g++/clang++) on PATH")
+
+
+# ---- rewrites (no compiler needed) -------------------------------------------------------------
+
+
+def test_rewrite_turns_metal_spellings_into_prelude_ones_on_the_same_line():
+    text = (
+        "float a = 0.5 + .25 + 1e-3 + 2.f + 0x1.8p3f + 3; // 0.5 stays in a comment\n"
+        'half b = 1.5h + 2h; const char* s = "0.5";\n'
+        "v.zw = w.xy; f(v).xy; v.zw(); v.x;\n"
+        "void g(constant const char* p);\n"
+        "#if __METAL_VERSION__ >= 310\n"
+    )
+    assert rewrite_metal(text) == (
+        "float a = 0.5f + .25f + 1e-3f + 2.f + 0x1.8p3f + 3; // 0.5 stays in a comment\n"
+        'half b = 1.5_mpsgen_h + 2_mpsgen_h; const char* s = "0.5";\n'
+        "v.zw() = w.xy(); f(v).xy(); v.zw(); v.x;\n"
+        "void g(constant char* p);\n"
+        "#if __METAL_VERSION__ >= 310\n"
+    )
+
+
+def test_rewrite_blanks_attribute_lists_keeping_lines_and_continuations():
+    first = "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]);"
+    macro = [
+        "#define R(N)                        \\",
+        '  template [[host_name(#N "_dense_"  \\',
+        '                       "x")]] kernel void f<N>()',
+    ]
+    out = rewrite_metal("\n".join([first, *macro]) + "\n").split("\n")
+    blank = lambda s: " " * len(s)  # noqa: E731
+    assert out[0] == first.replace("[[buffer(0)]]", blank("[[buffer(0)]]")).replace(
+        "[[thread_position_in_grid]]", blank("[[thread_position_in_grid]]"))
+    assert out[1] == macro[0]
+    assert out[2] == "  template" + blank(' [[host_name(#N "_dense_"  ') + "\\"
+    assert out[3] == blank('                       "x")]]') + " kernel void f<N>()"
+
+
+def test_double_literals_are_found_in_code_only():
+    text = "x = 1.0f * 2.5; // 3.5\ny = 1e5 + 0x1p3 + 7;\n#define K 0.5\n"
+    assert double_literals(text) == [(1, "2.5"), (2, "1e5")]
+
+
+def test_gcc_diagnostics_are_grouped_with_their_macro_notes_and_context():
+    output = (
+        "In file included from k.metal:1:\n"
+        "c10/metal/indexing.h: In instantiation of 'void f()':\n"
+        "k.metal:9:1:   required from here\n"
+        "c10/metal/indexing.h:12:3: error: static assertion failed: mismatch\n"
+        "c10/metal/indexing.h:40:3: note: in expansion of macro 'R_'\n"
+        "k.metal:9:1: note: in expansion of macro 'R'\n"
+        "k.metal:3:7: error: expected ';' before '}' token\n"
+    )
+    first, second = parse_diagnostics(output)
+    assert first.location == Location("c10/metal/indexing.h", 12)
+    assert first.message == "static assertion failed: mismatch"
+    assert [loc for loc, _ in first.notes] == [Location("k.metal", 9), Location("c10/metal/indexing.h", 40),
+                                               Location("k.metal", 9)]
+    assert (second.location, second.notes) == (Location("k.metal", 3), ())
+
+
+# ---- zero false positives ----------------------------------------------------------------------
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", FIXTURE_KERNELS)
+def test_every_fixture_kernel_file_compiles_clean(name):
+    result = compile_metal_file(FIXTURE, f"{KERNELS}/{name}")
+    assert (result.status, result.diagnostics) == ("passed", ())
+
+
+@pytest.fixture(scope="module")
+def real_size_checkout(real_torch_files, tmp_path_factory):
+    """The fixture's kernel files with the 2.13.0 wheel's own c10/metal headers, plus one file that
+    includes every one of those headers."""
+    root = tmp_path_factory.mktemp("real-metal")
+    shutil.copytree(FIXTURE / KERNELS, root / KERNELS)
+    shutil.copytree(real_torch_files / "c10" / "metal", root / "c10" / "metal")
+    headers = sorted(p.name for p in (root / "c10" / "metal").glob("*.h"))
+    assert len(headers) >= 9
+    text = "".join(f"#include <c10/metal/{h}>\n" for h in headers)
+    (root / KERNELS / "EveryHeader.metal").write_text(
+        text + "#include <metal_stdlib>\nusing namespace metal;\nusing namespace c10::metal;\n", encoding="utf-8")
+    return root
+
+
+@needs_compiler
+@pytest.mark.realfiles
+@pytest.mark.parametrize("name", FIXTURE_KERNELS + ["EveryHeader.metal"])
+def test_kernel_files_compile_clean_with_the_real_c10_metal_headers(real_size_checkout, name):
+    result = compile_metal_file(real_size_checkout, f"{KERNELS}/{name}")
+    assert (result.status, result.diagnostics) == ("passed", ())
+
+
+# ---- seeded defects ----------------------------------------------------------------------------
+
+HALF_WRONG = """struct halfwrong_functor {
+  template <typename T, enable_if_t<!is_same_v<T, half>, bool> = true>
+  inline T operator()(const T a, const T b) {
+    return a + b;
+  }
+  template <typename T, enable_if_t<is_same_v<T, half>, bool> = true>
+  inline float operator()(const T a, const T b) {
+    return float(a) + float(b);
+  }
+};
+REGISTER_FLOAT_BINARY_OP(halfwrong);
+"""
+
+PARAMS = """struct shift_params {
+  float offset;
+  float scale;
+};
+struct shift_functor {
+  template <typename T>
+  inline T operator()(const T x, const shift_params p) {
+    return static_cast<T>(float(x) * p.scale + p.ofset);
+  }
+};
+"""
+
+# (name, old text, new text, line of the defect relative to the first line of `new`, message words)
+DEFECTS = [
+    ("misspelled-function", "return c10::metal::logaddexp(a, b);", "return c10::metal::logaddexpp(a, b);", 0,
+     "logaddexpp"),
+    ("register-wrong-arity", "REGISTER_FLOAT_BINARY_OP(maximum);", "REGISTER_BINARY_OP(maximum, float);", 0,
+     'macro "REGISTER_BINARY_OP" requires 3 arguments, but only 2 given'),
+    ("missing-semicolon", "    return a & b;", "    return a & b", 0, "expected ';'"),
+    ("double-literal", "return c10::metal::max(a, b);", "return c10::metal::max(a, b) * 0.5;", 0,
+     "floating literal 0.5 is a double"),
+    ("double-variable", "return c10::metal::max(a, b);", "double d = 1; return c10::metal::max(a, b);", 0,
+     'poisoned "double"'),
+    ("half-returns-float", "// Groups of registrations", None, 0, "Output dtype mismatch for binary op halfwrong and input half"),
+    ("undefined-params-field", "// Bitwise and comparison", PARAMS, 7, "has no member named 'ofset'"),
+]
+
+
+def _seed(old: str, new: str | None) -> tuple[str, int]:
+    text = (FIXTURE / BINARY).read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    if new is None:  # appended at the end, the registration is its last line
+        text = text + HALF_WRONG
+        return text, text.count("\n")
+    line = text[: text.index(old)].count("\n") + 1
+    return text.replace(old, new, 1), line
+
+
+@needs_compiler
+@pytest.mark.parametrize(("name", "old", "new", "offset", "words"), DEFECTS, ids=[d[0] for d in DEFECTS])
+def test_seeded_defect_is_reported_at_its_line(name, old, new, offset, words):
+    text, line = _seed(old, new)
+    result = compile_metal_file(FIXTURE, BINARY, text=text)
+    assert result.status == "failed"
+    where = Location(BINARY, line + offset)
+    messages = [m.replace("‘", "'").replace("’", "'") for loc, m in result.diagnostics if loc == where]
+    assert any(words in m for m in messages), result.diagnostics
+    # Nothing is blamed on a line that is fine.
+    assert {loc for loc, _ in result.diagnostics} == {where}
+
+
+@needs_compiler
+def test_an_error_in_a_checkout_header_names_the_header(tmp_path):
+    root = copy_checkout(tmp_path)
+    header = root / "c10" / "metal" / "special_math.h"
+    text = header.read_text(encoding="utf-8")
+    line = text[: text.index("const float hi = ::metal::max(fa, fb);")].count("\n") + 1
+    header.write_text(text.replace("const float hi = ::metal::max(fa, fb);", "const float hi = ::metal::maxx(fa, fb);", 1),
+                      encoding="utf-8")
+    result = compile_metal_file(root, BINARY)
+    assert result.status == "failed"
+    assert result.diagnostics[0][0] == Location("c10/metal/special_math.h", line)
+    assert "maxx" in result.diagnostics[0][1]
+
+
+def test_without_a_compiler_the_file_is_skipped_with_the_reason(monkeypatch):
+    monkeypatch.setenv("MPSGEN_CXX", "no-such-compiler-mpsgen")
+    result = compile_metal_file(FIXTURE, BINARY)
+    assert (result.status, result.diagnostics) == ("skipped", ())
+    assert result.reason == "$MPSGEN_CXX names 'no-such-compiler-mpsgen', which is not an executable on PATH"
+
+
+def test_a_compiler_that_cannot_take_the_prelude_skips_with_the_reason(tmp_path, monkeypatch):
+    from mpsgen.metalhost.compiler import PRELUDE_DIR
+
+    fake = tmp_path / "old-clang++"
+    fake.write_text(f"#!/bin/sh\necho '{PRELUDE_DIR}/mpsgen_metal.h:40:14: error: _Float16 is not supported on this target' >&2\n"
+                    "exit 1\n", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("MPSGEN_CXX", str(fake))
+    result = compile_metal_file(FIXTURE, BINARY)
+    assert (result.status, result.diagnostics) == ("skipped", ())
+    assert result.reason == (f"{fake} cannot compile mpsgen's Metal prelude (<mpsgen metal prelude>/mpsgen_metal.h:40: "
+                             "_Float16 is not supported on this target); use g++ 12+ or clang++ 15+ ($MPSGEN_CXX)")
+
+
+# ---- through verify ----------------------------------------------------------------------------
+
+
+def _verify_metal_compile(root: Path, *extra: str) -> tuple[int, dict]:
+    import json
+
+    result = run_cli(["-C", str(root), "verify", "hypot", "--static-only", "--json", *extra])
+    code, doc = result.exit_code, json.loads(result.stdout)
+    (check,) = [c for c in doc["stages"][0]["checks"] if c["check"] == "metal-compile"]
+    return code, check
+
+
+@pytest.fixture
+def hypot_done(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "new-op", "hypot"])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+@needs_compiler
+def test_verify_reports_a_kernel_that_does_not_compile(hypot_done):
+    path = hypot_done / BINARY
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("REGISTER_FLOAT_BINARY_OP(hypot);", "REGISTER_FLOAT_BINARY_OP(hypot, float);"),
+                    encoding="utf-8")
+    line = text[: text.index("REGISTER_FLOAT_BINARY_OP(hypot);")].count("\n") + 1
+    code, check = _verify_metal_compile(hypot_done)
+    assert code == 1
+    assert check["status"] == "failed"
+    assert (check["findings"][0]["path"], check["findings"][0]["line"]) == (BINARY, line)
+    assert "passed 2" in check["findings"][0]["message"]
+
+
+@needs_compiler
+def test_verify_reports_a_double_literal_in_the_ops_functor_only(hypot_done):
+    path = hypot_done / BINARY
+    text = path.read_text(encoding="utf-8")
+    # Another op's functor with an unsuffixed literal is not hypot's business (Metal reads it as float).
+    text = text.replace("return a & b;", "return a & b & int(1.0);", 1)
+    path.write_text(text, encoding="utf-8")
+    code, check = _verify_metal_compile(hypot_done)
+    assert (code, check["status"]) == (0, "passed")
+    start = text.index("struct hypot_functor")
+    body = text.index("return", start)
+    line = text[:body].count("\n") + 1
+    path.write_text(text[:body] + "if (a == 0.5) { return a; }\n    " + text[body:], encoding="utf-8")
+    code, check = _verify_metal_compile(hypot_done)
+    assert (code, check["status"]) == (1, "failed")
+    assert [(f["line"], f["message"]) for f in check["findings"]] == [
+        (line, "floating literal 0.5 is a double on the host and Metal has no double (write 0.5f)")]
+
+
+def test_verify_skips_metal_compile_without_a_compiler_unless_required(hypot_done, monkeypatch):
+    monkeypatch.setenv("MPSGEN_CXX", "no-such-compiler-mpsgen")
+    code, check = _verify_metal_compile(hypot_done)
+    assert (code, check["status"]) == (0, "skipped")
+    assert check["reason"].endswith("; --require-metal-compile makes this a failure")
+    code, check = _verify_metal_compile(hypot_done, "--require-metal-compile")
+    assert (code, check["status"]) == (1, "failed")
+    assert (check["findings"][0]["path"], check["findings"][0]["line"]) == (BINARY, 1)
