@@ -342,3 +342,84 @@ def test_a_backward_kernel_goes_next_to_its_forward_one(tmp_path):
     for rel in (ACTIVATION_MM, ACTIVATION_METAL):  # insertions only: nothing around them moved
         old, new = before[rel].decode().splitlines(True), after[rel].decode().splitlines(True)
         assert {tag for tag, *_ in line_opcodes(old, new)} == {"equal", "insert"}
+
+
+# ---- the params shapes (stubs with several scalars) ---------------------------------------------
+
+# Shapes as upstream's stubs with several scalars have them: up to three fields, names up to about
+# 25 characters (rrelu_with_noise_backward). Beyond that the layout is clang-format's to choose
+# (mpsgen runs it on the added lines where the checkout has a .clang-format).
+PARAMS_FIELD_SETS = {
+    "two_scalars": (("beta", "scalar"), ("threshold", "scalar")),
+    "three_optionals": (("nan", "optional"), ("posinf", "optional"), ("neginf", "optional")),
+    "scalar_bool_double": (("negative_slope", "scalar"), ("inplace", "bool"), ("lambd", "double")),
+    "three_scalars": (("lower_bound", "scalar"), ("upper_bound", "scalar"), ("negative_slope", "scalar")),
+    "long_names": (("negative_slope_threshold", "scalar"), ("replacement_value_if_set", "optional")),
+}
+PARAMS_NAMES = ("my_op", "rrelu_with_noise_backward")
+DECLARED = {"scalar": "const Scalar&", "bool": "bool", "optional": "std::optional<double>", "double": "double"}
+
+
+def _params_spec(name: str, fields: str, arity: int, groups: tuple[str, ...] = ("float",)):
+    from mpsgen.params import ParamField, ParamsSpec, camel_case
+
+    made = tuple(ParamField(n, kind, DECLARED[kind]) for n, kind in PARAMS_FIELD_SETS[fields])
+    return ParamsSpec(f"{camel_case(name)}Params", made, "aten/src/ATen/native/mps/kernels/Activation.h",
+                      f"REGISTER_{name.upper()}_OP", arity, groups)
+
+
+def _rewritten(text: str, rel: str) -> list[str]:
+    executable, style = pytorch_clang_format()
+    found = replacements(text, [(1, text.count("\n"))], executable=executable, style=style, rel=rel)
+    return [text.splitlines()[line - 1] for line in lines_to_rewrite(text, found)]
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+@pytest.mark.parametrize("name", PARAMS_NAMES)
+@pytest.mark.parametrize("fields", sorted(PARAMS_FIELD_SETS))
+@pytest.mark.parametrize("arity", (1, 2))
+@pytest.mark.parametrize("groups", (("float",), ("float", "integer")))
+def test_params_expr_and_placeholder_functors_are_clean_in_both_spellings(groups, arity, fields, name, spelling):
+    from mpsgen.functor import OPERANDS
+    from mpsgen.metal import NamespacePrefixes
+    from mpsgen.params import find_params_body, render_params_functor
+    from mpsgen.templates import Templates
+
+    spec = _params_spec(name, fields, arity)
+    namespaces = NamespacePrefixes(*SPELLINGS[spelling])
+    # one expression per name a body may read, so every local the template writes is checked
+    exprs = [f"{OPERANDS[arity][-1]} + {n}" for n in spec.expr_names] + [None]
+    for expr in exprs:
+        body = find_params_body(op=name, name=name, params=spec, expr=expr, dtypes=groups)
+        choice = render_params_functor(Templates(), body, name=name, params=spec, expr=expr, groups=groups,
+                                       namespaces=namespaces)
+        assert choice.source == ("placeholder" if expr is None else "expr")
+        assert _rewritten(choice.text, "x.metal") == [], expr
+
+
+@pytest.mark.parametrize("arity", (1, 2))
+@pytest.mark.parametrize("length", range(0, 16))
+def test_params_registration_macro_is_laid_out_as_clang_format_lays_it_out(arity, length):
+    from mpsgen.params import registration_macro
+    from mpsgen.templates import Templates
+
+    name = "op" + "_ab" * length  # struct, macro and kernel names from 20 to 70 columns
+    text = registration_macro(Templates(), _params_spec(name, "two_scalars", arity), name)
+    assert _rewritten(text, "x.metal") == []
+
+
+@pytest.mark.parametrize("name", PARAMS_NAMES)
+@pytest.mark.parametrize("fields", sorted(PARAMS_FIELD_SETS))
+@pytest.mark.parametrize("arity", (1, 2))
+@pytest.mark.parametrize("groups", (("float",), ("float", "integer", "bool")))
+def test_params_struct_and_host_kernel_are_clean(groups, arity, fields, name):
+    from mpsgen.params import render_host_kernel
+    from mpsgen.templates import Templates
+
+    spec = _params_spec(name, fields, arity, groups)
+    struct = Templates().render("params_struct.h.j2", struct=spec.struct, fields=spec.fields)
+    assert _rewritten(struct, "x.h") == []
+    for iterator_type in ("TensorIteratorBase&", "TensorIterator&"):
+        host = render_host_kernel(Templates(), function=f"{name}_kernel", iterator_type=iterator_type,
+                                  kernel_name=name, params=spec)
+        assert _rewritten(host, "x.mm") == [], host
