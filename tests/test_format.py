@@ -254,6 +254,17 @@ def test_verify_format_passes_after_migrate_and_names_the_ops_own_misformatted_l
                             "(the checkout's .clang-format))")
 
 
+def test_verify_format_passes_after_migrating_params_ops(tmp_path):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)
+    shutil.copy(PYTORCH_CLANG_FORMAT, root / ".clang-format")
+    ops = ["softplus", "softplus_backward", "threshold"]
+    assert run_cli(["-C", str(root), "migrate", *ops]).exit_code == 0
+    result = run_cli(["-C", str(root), "verify", *ops, "--static-only", "--json"])
+    assert result.exit_code == 0, result.stdout
+    assert {op: _format_result(root, op).status for op in ops} == dict.fromkeys(ops, "passed")
+
+
 def test_verify_format_is_skipped_with_the_reason_without_a_clang_format_file(tmp_path):
     root = copy_checkout(tmp_path)
     assert run_cli(["-C", str(root), "migrate", "mish"]).exit_code == 0
