@@ -406,6 +406,7 @@ def test_params_expr_and_placeholder_functors_are_clean_in_both_spellings(groups
                                        namespaces=namespaces)
         assert choice.source == ("placeholder" if expr is None else "expr")
         assert _rewritten(choice.text, "x.metal") == [], expr
+        assert "mpsgen" not in choice.text or expr is None  # no tool stamp in finished code
 
 
 @pytest.mark.parametrize("arity", (1, 2))
