@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from mpsgen.checkout import KERNELS_DIR, MPS_DIR, Workspace
 from mpsgen.cpp import mask_code, match_brace
 from mpsgen.errors import MpsgenError
+from mpsgen.metal import NamespacePrefixes, namespace_prefixes
 from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.stubs import Stub
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
@@ -459,21 +460,22 @@ def find_params_body(*, op: str, name: str, params: ParamsSpec, expr: str | None
 
 
 def render_params_functor(templates, body, *, name: str, params: ParamsSpec, expr: str | None,
-                          groups: tuple[str, ...]):
-    """The functor text of `body` for `groups`."""
+                          groups: tuple[str, ...], namespaces: NamespacePrefixes | None = None):
+    """The functor text of `body` for `groups`, spelled with the kernel file's namespace prefixes."""
     from mpsgen.functor import ARITY_WORDS, OPERANDS, FunctorChoice
 
     operands = OPERANDS[params.arity]
+    spelling = (namespaces or NamespacePrefixes()).template_vars()
     if body.source == "expr":
         used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", expr or ""))
         text = templates.render("params_functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
-                                struct=params.struct, fields=params.fields, used=used, groups=groups)
+                                struct=params.struct, fields=params.fields, used=used, groups=groups, **spelling)
     elif body.source == "catalog":
-        text = templates.render(body.template, name=name, params=params.struct)
+        text = templates.render(body.template, name=name, params=params.struct, groups=groups, **spelling)
     else:
         text = templates.render("params_functor_placeholder.metal.j2", name=name, operands=operands,
                                 struct=params.struct, fields=params.fields, groups=groups,
-                                arity_word=ARITY_WORDS[params.arity])
+                                arity_word=ARITY_WORDS[params.arity], **spelling)
     return FunctorChoice(body.source, text, groups)
 
 
@@ -530,7 +532,7 @@ def choose_params_kernel(views, templates, spec, options):
         text, regs = "", ()
     else:
         text = render_params_functor(templates, body, name=spec.functor, params=params, expr=options.expr,
-                                     groups=groups).text
+                                     groups=groups, namespaces=namespace_prefixes(views.ws.read(spec.kernel_file))).text
         check_macros(params, kernel.file.own_macros | views.c10_register_macros(), spec.kernel_file)
         regs = tuple(registrations(params, groups))
     params = replace(params, groups=groups)

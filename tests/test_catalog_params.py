@@ -6,6 +6,8 @@ tests/metal_shim/metal_shim.h, together with the params struct rendered from par
 for the --expr path, a functor rendered from params_functor_expr.metal.j2. Inputs and params are
 converted to the kernel's type first and printed after conversion, so the Python references see what
 the body saw. References follow aten/src/ATen/native/cpu/Activation.cpp and UnaryOpsKernel.cpp.
+Everything is compiled in both of a kernel file's namespace spellings, and checked against PyTorch's
+clang-format in both.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import pytest
 
 from mpsgen.catalog import load_catalog
 from mpsgen.metalhost.compiler import PRELUDE_DIR
-from mpsgen.params import PARAMS_TYPES, ParamField
+from mpsgen.params import BASE_MACROS, PARAMS_TYPES, ParamField
 from mpsgen.templates import Templates
+from test_catalog import SPELLINGS, USING_LINES
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"
 FIXTURE_CHECKOUT = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
@@ -177,19 +180,39 @@ def _call_block(label: str, functor: str, struct: str, op: str, group: str, rows
     return out
 
 
-def build_program() -> str:
-    templates = Templates()
-    parts = ['#include "harness.h"', "using namespace metal;", "using namespace c10::metal;", ""]
-    for op, entry in sorted(CATALOG.items()):
-        case = CASES[op]
-        parts.append(templates.render("params_struct.h.j2", struct=_struct(op), fields=_fields(case)))
-        parts.append(templates.render(entry.template_name, name=op, params=_struct(op)))
-    for label, (op, expr, groups) in sorted(EXPRS.items()):
-        case = CASES[op]
-        used = {name for name, _ in case.fields} | {"a", "b", "x"}
-        parts.append(templates.render("params_functor_expr.metal.j2", name=label, expr=expr,
-                                      operands=("a", "b") if _arity(op) == 2 else ("x",), struct=_struct(op),
-                                      fields=_fields(case), used=used, groups=groups))
+def render_struct(op: str) -> str:
+    return Templates().render("params_struct.h.j2", struct=_struct(op), fields=_fields(CASES[op]))
+
+
+def render_body(op: str, spelling: str) -> str:
+    entry = CATALOG[op]
+    return Templates().render(entry.template_name, name=op, params=_struct(op), groups=entry.supports,
+                              **SPELLINGS[spelling].template_vars())
+
+
+def render_expr(label: str, spelling: str) -> str:
+    op, expr, groups = EXPRS[label]
+    case = CASES[op]
+    used = {name for name, _ in case.fields} | {"a", "b", "x"}
+    return Templates().render("params_functor_expr.metal.j2", name=label, expr=expr,
+                              operands=("a", "b") if _arity(op) == 2 else ("x",), struct=_struct(op),
+                              fields=_fields(case), used=used, groups=groups, **SPELLINGS[spelling].template_vars())
+
+
+def render_macro(op: str) -> str:
+    return Templates().render("params_register_macro.metal.j2", macro=f"REGISTER_{op.upper()}_OP",
+                              struct=_struct(op), base=BASE_MACROS[_arity(op)], name=op)
+
+
+def build_program(spelling: str = "qualified") -> str:
+    parts = ['#include "harness.h"', ""]
+    if spelling == "short":
+        parts.append(USING_LINES)
+    for op in sorted(CATALOG):
+        parts.append(render_struct(op))
+        parts.append(render_body(op, spelling))
+    for label in sorted(EXPRS):
+        parts.append(render_expr(label, spelling))
     body = ["int main() {"]
     for op, entry in sorted(CATALOG.items()):
         case = CASES[op]
@@ -218,14 +241,16 @@ class Result:
     numbers: tuple
 
 
-@pytest.fixture(scope="module")
-def shim_results(tmp_path_factory):
+@pytest.fixture(scope="module", params=sorted(SPELLINGS))
+def shim_results(request, tmp_path_factory):
+    """The rendered params bodies compiled and run, once per namespace spelling (the short one under
+    the `using namespace` lines a kernel file would have)."""
     compiler = shutil.which("g++")
     if compiler is None:
         pytest.skip("g++ is not installed: the functor bodies cannot be compiled and run without it")
-    work = tmp_path_factory.mktemp("params-shim")
+    work = tmp_path_factory.mktemp(f"params-shim-{request.param}")
     source = work / "params.cpp"
-    source.write_text(build_program(), encoding="utf-8")
+    source.write_text(build_program(request.param), encoding="utf-8")
     binary = work / "params"
     built = subprocess.run(
         [compiler, "-std=c++17", "-O1", "-Wall", "-Werror=double-promotion", "-Werror=float-conversion",
@@ -281,3 +306,35 @@ def test_params_body_computes_the_cpu_values_for_every_registered_type(shim_resu
         if not _ok(got, want, r.in_type, case.exact):
             failures.append(f"{label} {r.in_type} {tuple(args)} -> {got!r}, want {want!r}")
     assert not failures, "\n".join(failures)
+
+
+# ---- formatting ----------------------------------------------------------------------------------
+
+
+def _lines_clang_format_rewrites(text: str, rel: str) -> list[str]:
+    from mpsgen.clangformat import lines_to_rewrite, replacements
+    from support import pytorch_clang_format
+
+    executable, style = pytorch_clang_format()
+    found = replacements(text, [(1, text.count("\n"))], executable=executable, style=style, rel=rel)
+    return [text.splitlines()[line - 1] for line in lines_to_rewrite(text, found)]
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+@pytest.mark.parametrize("label", sorted(CATALOG) + sorted(EXPRS))
+def test_params_body_is_clean_under_pytorchs_clang_format_in_both_spellings(label, spelling):
+    text = render_expr(label, spelling) if label in EXPRS else render_body(label, spelling)
+    assert _lines_clang_format_rewrites(text, f"{label}.metal") == []
+
+
+@pytest.mark.parametrize("op", sorted(CATALOG))
+def test_params_struct_and_registration_macro_are_clean_under_pytorchs_clang_format(op):
+    assert _lines_clang_format_rewrites(render_struct(op), f"kernels/{op}.h") == []
+    assert _lines_clang_format_rewrites(render_macro(op), f"{op}.metal") == []
+
+
+@pytest.mark.parametrize("label", sorted(CATALOG))
+def test_params_body_spells_names_as_the_kernel_file_does(label):
+    short, qualified = render_body(label, "short"), render_body(label, "qualified")
+    assert "metal::" not in short
+    assert "::metal::enable_if_t<c10::metal::is_scalar_" in qualified

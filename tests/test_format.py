@@ -10,6 +10,8 @@ import pytest
 
 import test_migrate
 import test_newop
+import test_params
+import test_realfiles_pipeline
 from mpsgen.apply import line_opcodes
 from mpsgen.clangformat import Formatter, added_line_ranges, lines_to_rewrite, replacements
 from support import FIXTURE_CHECKOUT, PYTORCH_CLANG_FORMAT, copy_checkout, pytorch_clang_format, run_cli, snapshot
@@ -22,6 +24,8 @@ LONG_EXPR = "sqrt(a * a + b * b) + 0.0f * (a + b + a + b + a + b + a + b + a + b
 
 GOLDEN_CASES = [("new-op", name, argv) for name, (argv, _) in sorted(test_newop.CASES.items())]
 GOLDEN_CASES += [("migrate", name, argv) for name, argv in sorted(test_migrate.CASES.items())]
+PARAMS_GOLDEN_CASES = [("migrate", f"params-{name}", argv) for name, argv in sorted(test_params.CASES.items())]
+GOLDEN_CASES += PARAMS_GOLDEN_CASES
 REAL_CASES = [
     ("migrate", ["mish", "mish_backward"]),
     ("migrate", ["acosh", "asinh", "atanh"]),
@@ -30,15 +34,18 @@ REAL_CASES = [
     ("new-op", ["special_ndtri"]),
     ("new-op", ["heaviside"]),
 ]
+REAL_PARAMS_CASES = [("migrate", [op]) for op in sorted(test_realfiles_pipeline.PARAMS_OPS)]
+REAL_PARAMS_CASES += [("migrate", sorted(test_realfiles_pipeline.PARAMS_OPS))]
+FORMATTED_SUFFIXES = (".metal", ".mm", ".h")
 
 
 def added_lines_to_rewrite(before: dict[str, bytes], after: dict[str, bytes]) -> tuple[int, list[str]]:
-    """(number of C++/Metal lines added, `path:line: text` of those clang-format would rewrite)
-    between two snapshots, by PyTorch's style file."""
+    """(number of C++/Metal/Objective-C++ lines added, `path:line: text` of those clang-format would
+    rewrite) between two snapshots, by PyTorch's style file."""
     executable, style = pytorch_clang_format()
     added, bad = 0, []
     for rel in sorted(after):
-        if before.get(rel) == after[rel] or not rel.endswith((".metal", ".mm")):
+        if before.get(rel) == after[rel] or not rel.endswith(FORMATTED_SUFFIXES):
             continue
         old, new = before.get(rel, b"").decode(), after[rel].decode()
         ranges = added_line_ranges(old, new)
@@ -82,6 +89,37 @@ def test_real_size_checkout_cases_add_only_clean_lines(real_checkout, command, o
     added, bad = added_lines_to_rewrite(before, snapshot(real_checkout))
     assert added > 0
     assert bad == []
+
+
+@pytest.fixture
+def real_params_checkout(tmp_path, real_torch_files):
+    """As `real_checkout`, keeping the wheel's kernels/*.h: params structs land in the real headers."""
+    root = tmp_path / "pytorch"
+    shutil.copytree(real_torch_files, root)
+    for sub in ("kernels", "operations"):
+        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.h"))
+    return root
+
+
+@pytest.mark.realfiles
+@pytest.mark.parametrize(("command", "ops"), REAL_PARAMS_CASES, ids=[f"{c}-{'-'.join(o)}" for c, o in REAL_PARAMS_CASES])
+def test_real_size_params_cases_add_only_clean_lines(real_params_checkout, command, ops):
+    pytorch_clang_format()
+    before = snapshot(real_params_checkout)
+    result = run_cli(["-C", str(real_params_checkout), command, *ops])
+    assert result.exit_code == 0, result.stderr
+    after = snapshot(real_params_checkout)
+    added, bad = added_lines_to_rewrite(before, after)
+    assert added > 0
+    # A new header copies its siblings' guard lines as they are (the wheel's headers carry a guard the
+    # packaging adds, never clang-formatted): those are the sibling's text, not mpsgen's.
+    siblings = {line for rel, data in before.items() if rel.startswith(f"{MPS}/kernels/") and rel.endswith(".h")
+                for line in data.decode().splitlines()}
+    bad = [found for found in bad
+           if not (found.split(":", 1)[0] not in before and found.split(": ", 1)[1] in siblings)]
+    assert bad == []
+    assert any(rel.endswith(".h") and before.get(rel) != after[rel] for rel in after)  # the struct was checked too
 
 
 # ---- formatting the added lines -----------------------------------------------------------------
@@ -133,6 +171,44 @@ def test_with_the_checkouts_clang_format_long_added_lines_are_wrapped_and_nothin
     assert snapshot(root) == after
 
 
+PARAMS_LONG_EXPR = "a <= threshold ? value + 0 * (a + b + a + b + a + b + a + b + a + b + a + b + a) : b"
+PARAMS_FORMAT_CASES = [(name.removeprefix("params-"), argv) for _, name, argv in PARAMS_GOLDEN_CASES]
+PARAMS_FORMAT_CASES += [("threshold_long_expr", ["threshold", "--expr", PARAMS_LONG_EXPR, "--dtypes", "float,integer"])]
+
+
+def _kept_lines(before: bytes, after: bytes) -> list[int]:
+    """The lines of `before` (0-based) that are still there, unchanged, in `after`."""
+    old, new = before.decode().splitlines(True), after.decode().splitlines(True)
+    return [i for tag, i1, i2, *_ in line_opcodes(old, new) if tag == "equal" for i in range(i1, i2)]
+
+
+@pytest.mark.parametrize(("case", "argv"), PARAMS_FORMAT_CASES, ids=[name for name, _ in PARAMS_FORMAT_CASES])
+def test_params_cases_formatted_by_the_checkouts_clang_format_touch_only_added_lines_and_rerun_is_a_no_op(tmp_path, case, argv):
+    pytorch_clang_format()
+    plain, styled = copy_checkout(tmp_path / "plain"), copy_checkout(tmp_path / "styled")
+    shutil.copy(PYTORCH_CLANG_FORMAT, styled / ".clang-format")
+    before = snapshot(plain)
+    assert run_cli(["-C", str(plain), "migrate", *argv]).exit_code == 0
+    result = run_cli(["-C", str(styled), "migrate", *argv])
+    assert result.exit_code == 0, result.stderr
+    unformatted, formatted = snapshot(plain), snapshot(styled)
+    del formatted[".clang-format"]
+    assert formatted.keys() == unformatted.keys()
+    for rel in formatted:  # the lines the change keeps are kept by the formatting too
+        assert _kept_lines(before.get(rel, b""), formatted[rel]) == _kept_lines(before.get(rel, b""), unformatted[rel]), rel
+    added, bad = added_lines_to_rewrite(before, formatted)
+    assert added > 0 and bad == []
+    if case == "threshold_long_expr":  # only the long expression's line needed clang-format
+        assert formatted[ACTIVATION_METAL] != unformatted[ACTIVATION_METAL]
+        assert {rel for rel in formatted if formatted[rel] != unformatted[rel]} == {ACTIVATION_METAL}
+    else:  # the templates are clean as they stand: clang-format had nothing to do
+        assert formatted == unformatted
+    after = snapshot(styled)
+    again = run_cli(["-C", str(styled), "migrate", *argv])
+    assert again.exit_code == 0, again.stderr
+    assert snapshot(styled) == after
+
+
 def test_a_misformatted_neighbour_of_the_added_lines_stays_as_it_is(tmp_path):
     pytorch_clang_format()
     root = copy_checkout(tmp_path)
@@ -176,6 +252,17 @@ def test_verify_format_passes_after_migrate_and_names_the_ops_own_misformatted_l
     assert str(finding) == (f"{ACTIVATION_METAL}:{metal_line}: clang-format would rewrite this line "
                             f"(run clang-format -i --lines={metal_line}:{metal_line} {ACTIVATION_METAL} "
                             "(the checkout's .clang-format))")
+
+
+def test_verify_format_passes_after_migrating_params_ops(tmp_path):
+    pytorch_clang_format()
+    root = copy_checkout(tmp_path)
+    shutil.copy(PYTORCH_CLANG_FORMAT, root / ".clang-format")
+    ops = ["softplus", "softplus_backward", "threshold"]
+    assert run_cli(["-C", str(root), "migrate", *ops]).exit_code == 0
+    result = run_cli(["-C", str(root), "verify", *ops, "--static-only", "--json"])
+    assert result.exit_code == 0, result.stdout
+    assert {op: _format_result(root, op).status for op in ops} == dict.fromkeys(ops, "passed")
 
 
 def test_verify_format_is_skipped_with_the_reason_without_a_clang_format_file(tmp_path):
@@ -267,3 +354,85 @@ def test_a_backward_kernel_goes_next_to_its_forward_one(tmp_path):
     for rel in (ACTIVATION_MM, ACTIVATION_METAL):  # insertions only: nothing around them moved
         old, new = before[rel].decode().splitlines(True), after[rel].decode().splitlines(True)
         assert {tag for tag, *_ in line_opcodes(old, new)} == {"equal", "insert"}
+
+
+# ---- the params shapes (stubs with several scalars) ---------------------------------------------
+
+# Shapes as upstream's stubs with several scalars have them: up to three fields, names up to about
+# 25 characters (rrelu_with_noise_backward). Beyond that the layout is clang-format's to choose
+# (mpsgen runs it on the added lines where the checkout has a .clang-format).
+PARAMS_FIELD_SETS = {
+    "two_scalars": (("beta", "scalar"), ("threshold", "scalar")),
+    "three_optionals": (("nan", "optional"), ("posinf", "optional"), ("neginf", "optional")),
+    "scalar_bool_double": (("negative_slope", "scalar"), ("inplace", "bool"), ("lambd", "double")),
+    "three_scalars": (("lower_bound", "scalar"), ("upper_bound", "scalar"), ("negative_slope", "scalar")),
+    "long_names": (("negative_slope_threshold", "scalar"), ("replacement_value_if_set", "optional")),
+}
+PARAMS_NAMES = ("my_op", "rrelu_with_noise_backward")
+DECLARED = {"scalar": "const Scalar&", "bool": "bool", "optional": "std::optional<double>", "double": "double"}
+
+
+def _params_spec(name: str, fields: str, arity: int, groups: tuple[str, ...] = ("float",)):
+    from mpsgen.params import ParamField, ParamsSpec, camel_case
+
+    made = tuple(ParamField(n, kind, DECLARED[kind]) for n, kind in PARAMS_FIELD_SETS[fields])
+    return ParamsSpec(f"{camel_case(name)}Params", made, "aten/src/ATen/native/mps/kernels/Activation.h",
+                      f"REGISTER_{name.upper()}_OP", arity, groups)
+
+
+def _rewritten(text: str, rel: str) -> list[str]:
+    executable, style = pytorch_clang_format()
+    found = replacements(text, [(1, text.count("\n"))], executable=executable, style=style, rel=rel)
+    return [text.splitlines()[line - 1] for line in lines_to_rewrite(text, found)]
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+@pytest.mark.parametrize("name", PARAMS_NAMES)
+@pytest.mark.parametrize("fields", sorted(PARAMS_FIELD_SETS))
+@pytest.mark.parametrize("arity", (1, 2))
+@pytest.mark.parametrize("groups", (("float",), ("float", "integer")))
+def test_params_expr_and_placeholder_functors_are_clean_in_both_spellings(groups, arity, fields, name, spelling):
+    from mpsgen.functor import OPERANDS
+    from mpsgen.metal import NamespacePrefixes
+    from mpsgen.params import find_params_body, render_params_functor
+    from mpsgen.templates import Templates
+
+    spec = _params_spec(name, fields, arity)
+    namespaces = NamespacePrefixes(*SPELLINGS[spelling])
+    # one expression per name a body may read, so every local the template writes is checked
+    exprs = [f"{OPERANDS[arity][-1]} + {n}" for n in spec.expr_names] + [None]
+    for expr in exprs:
+        body = find_params_body(op=name, name=name, params=spec, expr=expr, dtypes=groups)
+        choice = render_params_functor(Templates(), body, name=name, params=spec, expr=expr, groups=groups,
+                                       namespaces=namespaces)
+        assert choice.source == ("placeholder" if expr is None else "expr")
+        assert _rewritten(choice.text, "x.metal") == [], expr
+        assert "mpsgen" not in choice.text or expr is None  # no tool stamp in finished code
+
+
+@pytest.mark.parametrize("arity", (1, 2))
+@pytest.mark.parametrize("length", range(0, 16))
+def test_params_registration_macro_is_laid_out_as_clang_format_lays_it_out(arity, length):
+    from mpsgen.params import registration_macro
+    from mpsgen.templates import Templates
+
+    name = "op" + "_ab" * length  # struct, macro and kernel names from 20 to 70 columns
+    text = registration_macro(Templates(), _params_spec(name, "two_scalars", arity), name)
+    assert _rewritten(text, "x.metal") == []
+
+
+@pytest.mark.parametrize("name", PARAMS_NAMES)
+@pytest.mark.parametrize("fields", sorted(PARAMS_FIELD_SETS))
+@pytest.mark.parametrize("arity", (1, 2))
+@pytest.mark.parametrize("groups", (("float",), ("float", "integer", "bool")))
+def test_params_struct_and_host_kernel_are_clean(groups, arity, fields, name):
+    from mpsgen.params import render_host_kernel
+    from mpsgen.templates import Templates
+
+    spec = _params_spec(name, fields, arity, groups)
+    struct = Templates().render("params_struct.h.j2", struct=spec.struct, fields=spec.fields)
+    assert _rewritten(struct, "x.h") == []
+    for iterator_type in ("TensorIteratorBase&", "TensorIterator&"):
+        host = render_host_kernel(Templates(), function=f"{name}_kernel", iterator_type=iterator_type,
+                                  kernel_name=name, params=spec)
+        assert _rewritten(host, "x.mm") == [], host
