@@ -91,6 +91,17 @@ def effective_groups(groups: tuple[str, ...]) -> tuple[str, ...]:
     return groups
 
 
+def check_supported(entry, groups: tuple[str, ...]) -> None:
+    """Refuse `--dtypes` groups a catalog body does not handle."""
+    unsupported = [g for g in groups if g not in entry.supports]
+    if unsupported:
+        raise MpsgenError(
+            f"the catalog's {entry.op} functor does not handle dtype group {unsupported[0]!r} "
+            f"(it handles {', '.join(entry.supports)})",
+            hint="drop that group from --dtypes, or pass --expr",
+        )
+
+
 @dataclass(frozen=True)
 class Body:
     """Where a functor body comes from, before the dtype groups are chosen: the catalog, --expr, a
@@ -125,13 +136,7 @@ def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
                 hint="pass --expr to write the body",
             )
         if dtypes is not None:
-            unsupported = [g for g in effective_groups(dtypes) if g not in entry.supports]
-            if unsupported:
-                raise MpsgenError(
-                    f"the catalog's {entry.op} functor does not handle dtype group {unsupported[0]!r} "
-                    f"(it handles {', '.join(entry.supports)})",
-                    hint="drop that group from --dtypes, or pass --expr",
-                )
+            check_supported(entry, effective_groups(dtypes))
         return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name)
     groups = effective_groups(dtypes) if dtypes else tuple(GROUPS)
     return Body("placeholder", groups, ("float",), "the placeholder body")

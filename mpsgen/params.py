@@ -428,7 +428,7 @@ def find_params_body(*, op: str, name: str, params: ParamsSpec, expr: str | None
     """The functor body (`mpsgen.functor.Body`): a catalog body reading these params, --expr over the
     operands and the params' names, or a placeholder."""
     from mpsgen.catalog import lookup
-    from mpsgen.functor import OPERANDS, Body, validate_expr
+    from mpsgen.functor import OPERANDS, Body, check_supported, validate_expr
 
     field_names = tuple(f.name for f in params.fields)
     if dtypes is not None:
@@ -447,13 +447,7 @@ def find_params_body(*, op: str, name: str, params: ParamsSpec, expr: str | None
                 hint="pass --expr to write the body",
             )
         if dtypes is not None:
-            unsupported = [g for g in params_groups(dtypes) if g not in entry.supports]
-            if unsupported:
-                raise MpsgenError(
-                    f"the catalog's {entry.op} functor does not handle dtype group {unsupported[0]!r} "
-                    f"(it handles {', '.join(entry.supports)})",
-                    hint="drop that group from --dtypes, or pass --expr",
-                )
+            check_supported(entry, params_groups(dtypes))
         supports = tuple(g for g in entry.supports if g in PARAMS_GROUPS)
         return Body("catalog", supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name)
     return Body("placeholder", params_groups(dtypes) if dtypes else PARAMS_GROUPS, ("float",), "the placeholder body")
