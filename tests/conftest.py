@@ -110,6 +110,29 @@ def real_torch_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+MPS_SOURCE_DIRS = ("aten/src/ATen/native/mps/kernels", "aten/src/ATen/native/mps/operations")
+
+
+def assemble_real_checkout(root: Path, wheel_files: Path, *, keep_wheel_headers: bool = True) -> Path:
+    """A real-size checkout at root: the wheel's files (`real_torch_files`) plus the miniature's
+    .metal/.mm files, which the wheel does not ship. With `keep_wheel_headers` the wheel's
+    kernels/*.h params headers stay (params structs land in the real ones); else the miniature's
+    headers replace them."""
+    import shutil
+
+    shutil.copytree(wheel_files, root)
+    ignore = shutil.ignore_patterns("*.h") if keep_wheel_headers else None
+    for rel in MPS_SOURCE_DIRS:
+        shutil.copytree(FIXTURE_CHECKOUT / rel, root / rel, dirs_exist_ok=True, ignore=ignore)
+    return root
+
+
+@pytest.fixture
+def real_checkout(tmp_path: Path, real_torch_files: Path) -> Path:
+    """A fresh real-size checkout for one test (`assemble_real_checkout`, the wheel's headers kept)."""
+    return assemble_real_checkout(tmp_path / "pytorch", real_torch_files)
+
+
 @pytest.fixture(scope="session")
 def fixture_checkout() -> Path:
     """The hand-written miniature checkout."""

@@ -5,15 +5,13 @@ second run changes nothing at all (every file of the tree compared)."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from support import FIXTURE_CHECKOUT, copy_checkout, every_file, run_cli
+from support import copy_checkout, every_file, run_cli
 from test_migrate import CASES as MIGRATE_CASES
 from test_newop import CASES as NEWOP_CASES
 
-MPS = "aten/src/ATen/native/mps"
 
 FIXTURE_CASES = [("new-op", argv) for argv, _ in NEWOP_CASES.values()] + [("migrate", argv) for argv in MIGRATE_CASES.values()]
 REAL_CASES = [
@@ -94,8 +92,7 @@ def test_new_op_with_an_overload_and_a_stub_verifies_clean(tmp_path):
 @pytest.mark.realfiles
 @pytest.mark.parametrize("command,argv", REAL_CASES, ids=[" ".join([c, *a]) for c, a in REAL_CASES])
 def test_real_change_passes_verify_and_is_idempotent(tmp_path, real_torch_files, command, argv):
-    root = tmp_path / "pytorch"
-    shutil.copytree(real_torch_files, root)
-    for sub in ("kernels", "operations"):
-        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True)
+    from conftest import assemble_real_checkout
+
+    root = assemble_real_checkout(tmp_path / "pytorch", real_torch_files, keep_wheel_headers=False)
     run_and_verify(root, command, argv)

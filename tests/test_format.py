@@ -71,17 +71,16 @@ def test_every_golden_case_adds_only_lines_clang_format_leaves_alone(tmp_path, c
 
 
 @pytest.fixture
-def real_checkout(tmp_path, real_torch_files):
-    root = tmp_path / "pytorch"
-    shutil.copytree(real_torch_files, root)
-    for sub in ("kernels", "operations"):
-        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True)
-    return root
+def real_fixture_headers_checkout(tmp_path, real_torch_files):
+    from conftest import assemble_real_checkout
+
+    return assemble_real_checkout(tmp_path / "pytorch", real_torch_files, keep_wheel_headers=False)
 
 
 @pytest.mark.realfiles
 @pytest.mark.parametrize(("command", "ops"), REAL_CASES, ids=[f"{c}-{'-'.join(o)}" for c, o in REAL_CASES])
-def test_real_size_checkout_cases_add_only_clean_lines(real_checkout, command, ops):
+def test_real_size_checkout_cases_add_only_clean_lines(real_fixture_headers_checkout, command, ops):
+    real_checkout = real_fixture_headers_checkout
     pytorch_clang_format()
     before = snapshot(real_checkout)
     result = run_cli(["-C", str(real_checkout), command, *ops])
@@ -91,25 +90,14 @@ def test_real_size_checkout_cases_add_only_clean_lines(real_checkout, command, o
     assert bad == []
 
 
-@pytest.fixture
-def real_params_checkout(tmp_path, real_torch_files):
-    """As `real_checkout`, keeping the wheel's kernels/*.h: params structs land in the real headers."""
-    root = tmp_path / "pytorch"
-    shutil.copytree(real_torch_files, root)
-    for sub in ("kernels", "operations"):
-        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("*.h"))
-    return root
-
-
 @pytest.mark.realfiles
 @pytest.mark.parametrize(("command", "ops"), REAL_PARAMS_CASES, ids=[f"{c}-{'-'.join(o)}" for c, o in REAL_PARAMS_CASES])
-def test_real_size_params_cases_add_only_clean_lines(real_params_checkout, command, ops):
+def test_real_size_params_cases_add_only_clean_lines(real_checkout, command, ops):
     pytorch_clang_format()
-    before = snapshot(real_params_checkout)
-    result = run_cli(["-C", str(real_params_checkout), command, *ops])
+    before = snapshot(real_checkout)
+    result = run_cli(["-C", str(real_checkout), command, *ops])
     assert result.exit_code == 0, result.stderr
-    after = snapshot(real_params_checkout)
+    after = snapshot(real_checkout)
     added, bad = added_lines_to_rewrite(before, after)
     assert added > 0
     # A new header copies its siblings' guard lines as they are (the wheel's headers carry a guard the

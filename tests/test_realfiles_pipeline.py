@@ -3,27 +3,15 @@ test lists (the wheel does not ship .metal/.mm files: those come from our fixtur
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
 
-from support import FIXTURE_CHECKOUT, run_cli, snapshot
+from support import run_cli, snapshot
 
 pytestmark = pytest.mark.realfiles
 MPS = "aten/src/ATen/native/mps"
 NF = "aten/src/ATen/native/native_functions.yaml"
-
-
-@pytest.fixture
-def real_checkout(tmp_path, real_torch_files):
-    root = tmp_path / "pytorch"
-    shutil.copytree(real_torch_files, root)
-    for sub in ("kernels", "operations"):
-        # the wheel's kernels/*.h headers stay: params structs must land in the real ones
-        shutil.copytree(FIXTURE_CHECKOUT / MPS / sub, root / MPS / sub, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("*.h"))
-    return root
 
 
 def _file_section(diff: str, path: str) -> list[str]:
