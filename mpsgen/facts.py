@@ -423,7 +423,14 @@ class Views:
         (`mpsgen.metalhost.check.compile_metal_file`): one compile per text per run."""
         from mpsgen.metalhost.check import compile_metal_file
 
-        return self.view("metal-compile", rel, lambda text: compile_metal_file(self.checkout.root, rel, text=text, literals_in=()))
+        return self.view("metal-compile", rel, lambda text: compile_metal_file(self.checkout.root, rel, text=text))
+
+    def code_owners(self, rel: str):
+        """functor name -> the line ranges of a .metal file that are its own code
+        (`mpsgen.metalhost.owners.code_owners`): how metal-compile attributes a diagnostic."""
+        from mpsgen.metalhost.owners import code_owners
+
+        return self.view("code-owners", rel, lambda text: code_owners(text, rel, self.masked(rel)))
 
     def c10_register_macros(self) -> frozenset[str]:
         def build() -> frozenset[str]:
