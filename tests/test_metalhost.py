@@ -18,6 +18,10 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
 KERNELS = "aten/src/ATen/native/mps/kernels"
 BINARY = f"{KERNELS}/BinaryKernel.metal"
 FIXTURE_KERNELS = sorted(p.name for p in (FIXTURE / KERNELS).glob("*.metal"))
+# Our own kernel files, one per construct of upstream's real files that the host compiler reads
+# differently from Metal's (issue 17); tests drop them into a copy of a checkout.
+CONSTRUCTS = Path(__file__).resolve().parent / "data" / "metal"
+CONSTRUCT_KERNELS = sorted(p.name for p in CONSTRUCTS.glob("*.metal"))
 
 needs_compiler = pytest.mark.skipif(find_compiler()[0] is None, reason="no C++ compiler (g++/clang++) on PATH")
 
@@ -58,6 +62,19 @@ def test_rewrite_blanks_attribute_lists_keeping_lines_and_continuations():
     assert out[3] == blank('                       "x")]]') + " kernel void f<N>()"
 
 
+def test_rewrite_turns_an_in_class_specialization_into_an_overload():
+    text = (CONSTRUCTS / "InClassSpecialization.metal").read_text(encoding="utf-8")
+    out = rewrite_metal(text)
+    changed = [(n, line) for n, (line, old) in enumerate(zip(out.splitlines(), text.splitlines()), 1) if line != old]
+    assert changed == [
+        (12, " " * len("  template <>")),
+        (16, " " * len("  template <>")),
+        (17, "  inline uchar operator()       (const uchar x) {"),
+    ]
+    # The namespace-scope specialization (which g++ takes) is left as written.
+    assert out.count("template <>") == 1 and len(out) == len(text)
+
+
 def test_double_literals_are_found_in_code_only():
     text = "x = 1.0f * 2.5; // 3.5\ny = 1e5 + 0x1p3 + 7;\n#define K 0.5\n"
     assert double_literals(text) == [(1, "2.5"), (2, "1e5")]
@@ -92,11 +109,57 @@ def test_every_fixture_kernel_file_compiles_clean(name):
 
 
 @pytest.fixture(scope="module")
+def construct_checkout(tmp_path_factory):
+    """The miniature checkout with our construct kernel files (tests/data/metal) added."""
+    root = tmp_path_factory.mktemp("constructs")
+    shutil.copytree(FIXTURE / "c10", root / "c10")
+    shutil.copytree(FIXTURE / KERNELS, root / KERNELS)
+    for name in CONSTRUCT_KERNELS:
+        shutil.copy(CONSTRUCTS / name, root / KERNELS / name)
+    return root
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", CONSTRUCT_KERNELS)
+def test_each_construct_of_upstreams_files_compiles_clean(construct_checkout, name):
+    result = compile_metal_file(construct_checkout, f"{KERNELS}/{name}")
+    assert (result.status, result.diagnostics) == ("passed", ())
+
+
+# (file, old text, new text, message words): a defect inside each construct is still found at its line.
+CONSTRUCT_DEFECTS = [
+    ("InClassSpecialization.metal", "return !x;", "return !y;", "'y' was not declared"),
+    ("InClassSpecialization.metal", "return static_cast<uchar>(255 - x);", "return static_cast<uchar>(255 - y);",
+     "'y' was not declared"),
+    ("VectorLimits.metal", "infinity().x;", "infinity().q;", "has no member named 'q'"),
+    ("BfloatOverloads.metal", "return x + 1.0f;", "return x + one;", "'one' was not declared"),
+    ("MetalVersion.metal", "REGISTER_UNARY_OP(keep, bfloat, bfloat);", "REGISTER_UNARY_OP(keep, bfloat);",
+     'macro "REGISTER_UNARY_OP" requires 3 arguments, but only 2 given'),
+]
+
+
+@needs_compiler
+@pytest.mark.parametrize(("name", "old", "new", "words"), CONSTRUCT_DEFECTS,
+                         ids=[f"{d[0]}:{d[2]}" for d in CONSTRUCT_DEFECTS])
+def test_a_defect_in_a_construct_is_reported_at_its_line(construct_checkout, name, old, new, words):
+    text = (CONSTRUCTS / name).read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    line = text[: text.index(old)].count("\n") + 1
+    result = compile_metal_file(construct_checkout, f"{KERNELS}/{name}", text=text.replace(old, new, 1))
+    messages = [m.replace("‘", "'").replace("’", "'") for loc, m in result.diagnostics]
+    assert result.status == "failed"
+    assert {loc for loc, _ in result.diagnostics} == {Location(f"{KERNELS}/{name}", line)}, result.diagnostics
+    assert any(words in m for m in messages), messages
+
+
+@pytest.fixture(scope="module")
 def real_size_checkout(real_torch_files, tmp_path_factory):
     """The fixture's kernel files with the 2.13.0 wheel's own c10/metal headers, plus one file that
     includes every one of those headers."""
     root = tmp_path_factory.mktemp("real-metal")
     shutil.copytree(FIXTURE / KERNELS, root / KERNELS)
+    for name in CONSTRUCT_KERNELS:
+        shutil.copy(CONSTRUCTS / name, root / KERNELS / name)
     shutil.copytree(real_torch_files / "c10" / "metal", root / "c10" / "metal")
     headers = sorted(p.name for p in (root / "c10" / "metal").glob("*.h"))
     assert len(headers) >= 9
@@ -108,7 +171,7 @@ def real_size_checkout(real_torch_files, tmp_path_factory):
 
 @needs_compiler
 @pytest.mark.realfiles
-@pytest.mark.parametrize("name", FIXTURE_KERNELS + ["EveryHeader.metal"])
+@pytest.mark.parametrize("name", FIXTURE_KERNELS + CONSTRUCT_KERNELS + ["EveryHeader.metal"])
 def test_kernel_files_compile_clean_with_the_real_c10_metal_headers(real_size_checkout, name):
     result = compile_metal_file(real_size_checkout, f"{KERNELS}/{name}")
     assert (result.status, result.diagnostics) == ("passed", ())
