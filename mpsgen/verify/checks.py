@@ -28,16 +28,20 @@ CheckFn = Callable[[Views, OpFacts, CheckSettings], "list[Finding] | str"]
 def static_checks(checkout: Checkout, ops: tuple[str, ...], views: Views | None = None,
                   settings: CheckSettings = CheckSettings()) -> tuple[CheckResult, ...]:
     views = views or Views(Workspace(checkout))
+    facts = [read_op(views, op) for op in ops]
+    # The host compiler runs once per kernel file: start them together (one per core).
+    views.prefetch_metal_compile(sorted({rel for f in facts for rel in f.kernel_files}))
     results: list[CheckResult] = []
-    for op in ops:
-        results.extend(check_op(views, op, settings))
+    for op, op_facts in zip(ops, facts):
+        results.extend(check_op(views, op, settings, op_facts))
     return tuple(results)
 
 
-def check_op(views: Views, op: str, settings: CheckSettings = CheckSettings()) -> list[CheckResult]:
+def check_op(views: Views, op: str, settings: CheckSettings = CheckSettings(),
+             facts: OpFacts | None = None) -> list[CheckResult]:
     """Every static check of one op, in STATIC_CHECKS order. A check whose prerequisites failed is
     skipped with the reason; a reader error becomes a finding of the check that hit it."""
-    facts = read_op(views, op)
+    facts = facts if facts is not None else read_op(views, op)
     out = []
     for check, func in CHECKS:
         try:
