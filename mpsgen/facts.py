@@ -442,7 +442,7 @@ class Views:
             self._cache[("metal-compile", rel)] = (text, result)
 
     def code_owners(self, rel: str):
-        """functor name -> the line ranges of a .metal file that are its own code
+        """The line ranges of a .metal file that are each functor's own code
         (`mpsgen.metalhost.owners.code_owners`): how metal-compile attributes a diagnostic."""
         from mpsgen.metalhost.owners import code_owners
 

@@ -152,6 +152,35 @@ def test_a_defect_in_a_construct_is_reported_at_its_line(construct_checkout, nam
     assert any(words in m for m in messages), messages
 
 
+def test_code_owners_are_the_struct_and_the_calls_that_register_it():
+    from mpsgen.metalhost.owners import code_owners
+
+    owners = code_owners((CONSTRUCTS / "SharedRegistration.metal").read_text(encoding="utf-8"))
+    assert owners.structs == {"twice": ((7, 12),), "thrice": ((14, 19),)}
+    # lines 22/23: the registration of each inside REGISTER_BOTH; 25/26: the calls registering both
+    assert owners.calls == {"twice": ((22, 22), (25, 25), (26, 26)), "thrice": ((23, 23), (25, 25), (26, 26))}
+
+
+SHARED = "SharedRegistration.metal"
+THRICE_BODY = "inline T operator()(const T x) {\n    return static_cast<T>(x + x + x);"
+
+
+@needs_compiler
+@pytest.mark.parametrize("new", ["inline T operator()(const T x) {\n    return x.nothing;",
+                                 "inline T operator()(const T x, const T y) {\n    return static_cast<T>(x + y);"],
+                         ids=["error-in-body", "error-in-header-through-the-shared-call"])
+def test_a_problem_of_one_of_two_functors_registered_together_is_that_ones(construct_checkout, new):
+    from mpsgen.metalhost.owners import code_owners, diagnostic_owners
+
+    text = (CONSTRUCTS / SHARED).read_text(encoding="utf-8")
+    assert text.count(THRICE_BODY) == 1
+    text = text.replace(THRICE_BODY, new)
+    result = compile_metal_file(construct_checkout, f"{KERNELS}/{SHARED}", text=text)
+    assert result.status == "failed" and len(result.contexts) == len(result.diagnostics)
+    owners = code_owners(text)
+    assert {diagnostic_owners(c.lines, owners, c.functors) for c in result.contexts} == {("thrice",)}
+
+
 @pytest.fixture(scope="module")
 def real_size_checkout(real_torch_files, tmp_path_factory):
     """The fixture's kernel files with the 2.13.0 wheel's own c10/metal headers, plus one file that

@@ -19,6 +19,12 @@ COMPILE_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
+class DiagnosticContext:
+    lines: tuple[int, ...] = ()
+    functors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CompileResult:
     """The outcome of compiling `path`: passed, failed (with diagnostics) or skipped (with reason)."""
 
@@ -26,9 +32,10 @@ class CompileResult:
     status: str
     diagnostics: tuple[tuple[Location, str], ...] = ()
     reason: str = ""
-    # For each diagnostic, the lines of the checked file in its instantiation and macro context
-    # (its own line included when it is in that file): what `owners.diagnostic_owners` reads.
-    context_lines: tuple[tuple[int, ...], ...] = field(default=(), compare=False)
+    # For each diagnostic, what `owners.diagnostic_owners` reads: the lines of the checked file in
+    # its instantiation and macro context (its own line included when it is in that file), and the
+    # functors its messages name.
+    contexts: tuple[DiagnosticContext, ...] = field(default=(), compare=False)
     compiler: str = ""
     seconds: float = 0.0
     command: tuple[str, ...] = field(default=(), compare=False)
@@ -74,22 +81,34 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
         diagnostics = [(Location(rel_path, 1), f"the host compiler failed without a diagnostic mpsgen can read: {tail}")]
     diagnostics = sorted(dict.fromkeys(diagnostics), key=lambda d: (d[0].path != rel_path, d[0], d[1]))
     status = FAILED if diagnostics else PASSED
-    contexts = tuple(tuple(sorted(found.get(d, ()))) for d in diagnostics)
+    contexts = tuple(found.get(d, DiagnosticContext()) for d in diagnostics)
     return CompileResult(rel_path, status, tuple(diagnostics), compiler=compiler.path,
-                         seconds=seconds, command=tuple(command), context_lines=contexts)
+                         seconds=seconds, command=tuple(command), contexts=contexts)
 
 
-def _diagnostics(stderr: str, rel_path: str, text: str) -> dict[tuple[Location, str], set[int]]:
-    """(place, message) of each error -> the lines of `rel_path` in its context (see CompileResult)."""
+def _diagnostics(stderr: str, rel_path: str, text: str) -> dict[tuple[Location, str], DiagnosticContext]:
+    """(place, message) of each error -> its context in `rel_path` (see CompileResult)."""
     code_lines = mask_code(text).splitlines()
-    out: dict[tuple[Location, str], set[int]] = {}
+    out: dict[tuple[Location, str], DiagnosticContext] = {}
     for raw in parse_diagnostics(stderr):
         where, message = attribute(raw, rel_path)
         if where.path == rel_path:
             where = Location(rel_path, _missing_token_line(code_lines, where.line, message))
-        lines = out.setdefault((where, message), set())
-        lines.update(loc.line for loc in (where, raw.location, *(n for n, _ in raw.notes)) if loc.path == rel_path)
+        context = diagnostic_context(raw, rel_path, where)
+        seen = out.get((where, message), DiagnosticContext())
+        out[(where, message)] = DiagnosticContext(tuple(sorted(set(seen.lines) | set(context.lines))),
+                                                  tuple(sorted(set(seen.functors) | set(context.functors))))
     return out
+
+
+def diagnostic_context(raw, rel_path: str, where: Location) -> DiagnosticContext:
+    """The lines of `rel_path` among a raw diagnostic's place, its attributed place and its notes,
+    and the functors its messages name."""
+    from mpsgen.metalhost.owners import named_functors
+
+    places = (where, raw.location, *(n for n, _ in raw.notes))
+    return DiagnosticContext(tuple(sorted({loc.line for loc in places if loc.path == rel_path})),
+                             named_functors([raw.message, *(m for _, m in raw.notes)]))
 
 
 # gcc: "expected ';' before '}' token", reported at the `}` on the next line.

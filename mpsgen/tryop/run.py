@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mpsgen.errors import CheckFailed, MpsgenError
 from mpsgen.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
+from mpsgen.metalhost.owners import CodeOwners
 from mpsgen.metalhost.rewrite import rewrite_metal
 from mpsgen.tryop.values import Inputs, from_float32_bits
 
@@ -51,7 +52,7 @@ def mps_unavailable() -> str | None:
 
 def run_on_host(program: str, kernel_file: str, work: Path | None = None,
                 compiler: Compiler | None = None, functor: str | None = None,
-                owners: dict | None = None) -> tuple[list[Outputs], str]:
+                owners: CodeOwners | None = None) -> tuple[list[Outputs], str]:
     """Compile `program` (the shader source plus the host driver) with the host compiler and the
     Metal prelude, run it, and read its outputs. Returns the outputs and the compiler used.
     `functor` and `owners` (`metalhost.owners.code_owners` of the kernel file) let a compile error
@@ -76,7 +77,8 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
 
 
 def _compile_failure(stderr: str, kernel_file: str, functor: str | None = None,
-                     owners: dict | None = None) -> MpsgenError:
+                     owners: CodeOwners | None = None) -> MpsgenError:
+    from mpsgen.metalhost.check import diagnostic_context
     from mpsgen.metalhost.owners import diagnostic_owners
 
     found = parse_diagnostics(stderr)
@@ -92,9 +94,8 @@ def _compile_failure(stderr: str, kernel_file: str, functor: str | None = None,
     more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
     hint = "fix the kernel file; `mpsgen verify OP --static-only` lists every error"
     if functor is not None and owners is not None:
-        raw = found[index]
-        lines = [loc.line for loc in (where, raw.location, *(n for n, _ in raw.notes)) if loc.path == kernel_file]
-        belongs = diagnostic_owners(lines, owners)
+        context = diagnostic_context(found[index], kernel_file, where)
+        belongs = diagnostic_owners(context.lines, owners, context.functors)
         if functor not in belongs:
             whose = ", ".join(f"{name}_functor" for name in belongs) or "other code of the file"
             hint = (f"pre-existing: in {whose}, not {functor}_functor; the whole kernel file must compile "

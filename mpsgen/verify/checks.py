@@ -292,7 +292,7 @@ def _check_metal_compile(views: Views, f: OpFacts, settings: CheckSettings):
     once per text: `Views.metal_compile`). A diagnostic fails the op when it is in the op's own code
     (its functor, the lines that register or define it, or their instantiation context:
     `Views.code_owners`); any other is reported as pre-existing, naming the functor it belongs to."""
-    from mpsgen.metalhost.check import SKIPPED
+    from mpsgen.metalhost.check import SKIPPED, DiagnosticContext
     from mpsgen.metalhost.owners import diagnostic_owners
 
     if not f.kernel_files:
@@ -307,9 +307,9 @@ def _check_metal_compile(views: Views, f: OpFacts, settings: CheckSettings):
                 continue
             return f"{result.reason}; --require-metal-compile makes this a failure"
         owners = views.code_owners(rel)
-        contexts = result.context_lines or ((),) * len(result.diagnostics)
-        for (where, message), lines in zip(result.diagnostics, contexts):
-            belongs = diagnostic_owners(lines, owners)
+        contexts = result.contexts or (DiagnosticContext(),) * len(result.diagnostics)
+        for (where, message), context in zip(result.diagnostics, contexts):
+            belongs = diagnostic_owners(context.lines, owners, context.functors)
             if f.functor in belongs:
                 out.append(Finding("metal-compile", f.op, where, message, COMPILE_HINT))
             else:
