@@ -419,3 +419,28 @@ def test_verify_skips_metal_compile_without_a_compiler_unless_required(hypot_don
     code, check = _verify_metal_compile(hypot_done, "--require-metal-compile")
     assert (code, check["status"]) == (1, "failed")
     assert (check["findings"][0]["path"], check["findings"][0]["line"]) == (BINARY, 1)
+
+
+@needs_compiler
+def test_prefetched_compiles_are_what_metal_compile_returns(monkeypatch):
+    # verify compiles an op set's kernel files together; each is then compiled once, as it stands.
+    from mpsgen.checkout import Checkout, Workspace
+    from mpsgen.facts import Views
+    from mpsgen.metalhost import check
+
+    calls = []
+    real = check.compile_metal_file
+
+    def counting(root, rel, **kwargs):
+        calls.append(rel)
+        return real(root, rel, **kwargs)
+
+    monkeypatch.setattr(check, "compile_metal_file", counting)
+    views = Views(Workspace(Checkout(FIXTURE)))
+    rels = [f"{KERNELS}/{name}" for name in FIXTURE_KERNELS]
+    assert len(rels) >= 2
+    views.prefetch_metal_compile(rels)
+    assert sorted(calls) == sorted(rels)
+    results = [views.metal_compile(rel) for rel in rels]
+    assert sorted(calls) == sorted(rels)  # nothing compiled twice
+    assert [(r.path, r.status, r.diagnostics) for r in results] == [(rel, "passed", ()) for rel in rels]
