@@ -13,6 +13,7 @@ commands live in `mpsgen.resolve`, the dtype and test-list rules in `mpsgen.rule
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -423,7 +424,29 @@ class Views:
         (`mpsgen.metalhost.check.compile_metal_file`): one compile per text per run."""
         from mpsgen.metalhost.check import compile_metal_file
 
-        return self.view("metal-compile", rel, lambda text: compile_metal_file(self.checkout.root, rel, text=text, literals_in=()))
+        return self.view("metal-compile", rel, lambda text: compile_metal_file(self.checkout.root, rel, text=text))
+
+    def prefetch_metal_compile(self, rels: list[str]) -> None:
+        """Compile several .metal files at once (threads waiting on one host compiler each, as many
+        as there are cores), so that `metal_compile` finds them done."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from mpsgen.metalhost.check import compile_metal_file
+
+        todo = [(rel, self.ws.read(rel)) for rel in rels if self._cache.get(("metal-compile", rel), (None,))[0] is not self.ws.read(rel)]
+        if len(todo) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+            done = list(pool.map(lambda item: compile_metal_file(self.checkout.root, item[0], text=item[1]), todo))
+        for (rel, text), result in zip(todo, done):
+            self._cache[("metal-compile", rel)] = (text, result)
+
+    def code_owners(self, rel: str):
+        """The line ranges of a .metal file that are each functor's own code
+        (`mpsgen.metalhost.owners.code_owners`): how metal-compile attributes a diagnostic."""
+        from mpsgen.metalhost.owners import code_owners
+
+        return self.view("code-owners", rel, lambda text: code_owners(text, rel, self.masked(rel)))
 
     def c10_register_macros(self) -> frozenset[str]:
         def build() -> frozenset[str]:

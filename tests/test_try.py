@@ -309,3 +309,20 @@ def test_the_mps_path_says_why_it_cannot_run_here(hypot_root):
 def test_prelude_ships_inside_the_package():
     assert (PRELUDE_DIR / "metal_stdlib").is_file() and (PRELUDE_DIR / "mpsgen_metal.h").is_file()
     assert PRELUDE_DIR.parent.name == "metalhost" and PRELUDE_DIR.parent.parent.name == "mpsgen"
+
+
+@needs_compiler
+def test_a_compile_error_in_another_functor_is_named_as_pre_existing(hypot_root):
+    path = hypot_root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    text = path.read_text(encoding="utf-8")
+    assert text.count("return c10::metal::max(a, b);") == 1
+    text = text.replace("return c10::metal::max(a, b);", "return c10::metal::max(a, no_such_name);", 1)
+    path.write_text(text, encoding="utf-8")
+    line = text[: text.index("no_such_name")].count("\n") + 1
+    result = run_cli(["-C", str(hypot_root), "try", "hypot", "--reference", "catalog"])
+    assert result.exit_code == 1, result.output
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"mpsgen: error: aten/src/ATen/native/mps/kernels/BinaryKernel.metal:{line}: ")
+    assert "no_such_name" in first
+    assert first.endswith("(pre-existing: in maximum_functor, not hypot_functor; the whole kernel file must compile "
+                          "for try to run hypot_functor on the host)")

@@ -11,12 +11,17 @@ from pathlib import Path
 
 from mpsgen.cpp import mask_code
 from mpsgen.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
-from mpsgen.metalhost.rewrite import copy_tree, double_literals, include_roots
+from mpsgen.metalhost.rewrite import copy_tree, include_roots
 from mpsgen.model import Location
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 COMPILE_TIMEOUT = 120.0
-MAX_DIAGNOSTICS = 20
+
+
+@dataclass(frozen=True)
+class DiagnosticContext:
+    lines: tuple[int, ...] = ()
+    functors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -27,17 +32,21 @@ class CompileResult:
     status: str
     diagnostics: tuple[tuple[Location, str], ...] = ()
     reason: str = ""
+    # For each diagnostic, what `owners.diagnostic_owners` reads: the lines of the checked file in
+    # its instantiation and macro context (its own line included when it is in that file), and the
+    # functors its messages name.
+    contexts: tuple[DiagnosticContext, ...] = field(default=(), compare=False)
     compiler: str = ""
     seconds: float = 0.0
     command: tuple[str, ...] = field(default=(), compare=False)
 
 
 def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | None = None,
-                       compiler: Compiler | None = None, literals_in: tuple[str, ...] | None = None) -> CompileResult:
+                       compiler: Compiler | None = None) -> CompileResult:
     """Check the kernel file `rel_path` (relative to `checkout_root`, or `text` in its place) with
     the checkout's own c10/metal headers: one `-fsyntax-only` run of the host compiler on rewritten
-    copies, plus the double-literal check on the file itself (only inside the functors named in
-    `literals_in` when given; `()` turns it off). Diagnostics name checkout paths."""
+    copies (`rewrite.rewrite_metal`: unsuffixed floating literals are read as float, as in Metal).
+    Diagnostics name checkout paths."""
     root = Path(checkout_root)
     if compiler is None:
         compiler, why = find_compiler()
@@ -58,7 +67,8 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
             return CompileResult(rel_path, SKIPPED, reason=f"cannot run {compiler.path}: {exc.strerror or exc}",
                                  compiler=compiler.path)
     seconds = time.perf_counter() - started
-    diagnostics = _diagnostics(ran.stderr, rel_path, text)
+    found = _diagnostics(ran.stderr, rel_path, text)
+    diagnostics = list(found)
     if diagnostics and all(where.path.startswith(PRELUDE_LABEL) for where, _ in diagnostics):
         # Nothing in the checkout is to blame: this compiler cannot take the prelude (e.g. clang
         # before 15 has no _Float16 on x86-64).
@@ -66,45 +76,39 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
         return CompileResult(rel_path, SKIPPED, reason=f"{compiler.path} cannot compile mpsgen's Metal prelude "
                              f"({where}: {message}); use g++ 12+ or clang++ 15+ ($MPSGEN_CXX)",
                              compiler=compiler.path, seconds=seconds, command=tuple(command))
-    diagnostics += double_literal_findings(text, rel_path, literals_in)
     if ran.returncode != 0 and not diagnostics:
         tail = (ran.stderr.strip().splitlines() or ["no output"])[-1]
         diagnostics = [(Location(rel_path, 1), f"the host compiler failed without a diagnostic mpsgen can read: {tail}")]
     diagnostics = sorted(dict.fromkeys(diagnostics), key=lambda d: (d[0].path != rel_path, d[0], d[1]))
     status = FAILED if diagnostics else PASSED
-    return CompileResult(rel_path, status, tuple(diagnostics[:MAX_DIAGNOSTICS]), compiler=compiler.path,
-                         seconds=seconds, command=tuple(command))
+    contexts = tuple(found.get(d, DiagnosticContext()) for d in diagnostics)
+    return CompileResult(rel_path, status, tuple(diagnostics), compiler=compiler.path,
+                         seconds=seconds, command=tuple(command), contexts=contexts)
 
 
-def double_literal_findings(text: str, rel_path: str, functors: tuple[str, ...] | None = None) -> list[tuple[Location, str]]:
-    """Unsuffixed floating literals (`0.5`) in the file, or only inside `struct <name>_functor` for
-    the given names. Metal reads them as float, the host as double: mpsgen's kernels write `0.5f`."""
-    found = double_literals(text)
-    if functors is not None:
-        spans = [_functor_lines(text, rel_path, name) for name in functors]
-        found = [(line, literal) for line, literal in found if any(lo <= line <= hi for lo, hi in spans)]
-    return [(Location(rel_path, line), f"floating literal {literal} is a double on the host and Metal has no double (write {literal}f)")
-            for line, literal in found]
-
-
-def _functor_lines(text: str, rel_path: str, name: str) -> tuple[int, int]:
-    from mpsgen.metal import read_kernel_file
-
-    span = read_kernel_file(text, rel_path).functors.get(name)
-    if span is None:
-        return (0, -1)
-    return text.count("\n", 0, span[0]) + 1, text.count("\n", 0, span[1]) + 1
-
-
-def _diagnostics(stderr: str, rel_path: str, text: str) -> list[tuple[Location, str]]:
+def _diagnostics(stderr: str, rel_path: str, text: str) -> dict[tuple[Location, str], DiagnosticContext]:
+    """(place, message) of each error -> its context in `rel_path` (see CompileResult)."""
     code_lines = mask_code(text).splitlines()
-    out = []
+    out: dict[tuple[Location, str], DiagnosticContext] = {}
     for raw in parse_diagnostics(stderr):
         where, message = attribute(raw, rel_path)
         if where.path == rel_path:
             where = Location(rel_path, _missing_token_line(code_lines, where.line, message))
-        out.append((where, message))
+        context = diagnostic_context(raw, rel_path, where)
+        seen = out.get((where, message), DiagnosticContext())
+        out[(where, message)] = DiagnosticContext(tuple(sorted(set(seen.lines) | set(context.lines))),
+                                                  tuple(sorted(set(seen.functors) | set(context.functors))))
     return out
+
+
+def diagnostic_context(raw, rel_path: str, where: Location) -> DiagnosticContext:
+    """The lines of `rel_path` among a raw diagnostic's place, its attributed place and its notes,
+    and the functors its messages name."""
+    from mpsgen.metalhost.owners import named_functors
+
+    places = (where, raw.location, *(n for n, _ in raw.notes))
+    return DiagnosticContext(tuple(sorted({loc.line for loc in places if loc.path == rel_path})),
+                             named_functors([raw.message, *(m for _, m in raw.notes)]))
 
 
 # gcc: "expected ';' before '}' token", reported at the `}` on the next line.

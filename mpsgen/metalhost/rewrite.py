@@ -75,12 +75,80 @@ def _blank(text: str) -> str:
     return "".join(out)
 
 
+_EXPLICIT_SPECIALIZATION = re.compile(r"\btemplate\s*<\s*>")
+_CLASS_HEAD = re.compile(r"\b(?:struct|class|union)\b")
+# The explicit template arguments of a specialized member function: `operator()<bool>(`, `f<int>(`.
+_SPECIALIZED_NAME = re.compile(r"(?:\boperator\s*\(\s*\)|\boperator\s*[^\s\w(]+|\b\w+)\s*(<[^<>;{}()]*(?:<[^<>;{}()]*>[^<>;{}()]*)*>)\s*\(")
+
+
+def _class_scopes(code: str) -> list[tuple[int, int]]:
+    """Spans of `{...}` bodies of struct/class/union definitions in code (directives blanked)."""
+    spans, stack = [], []
+    head_start = 0
+    for i, c in enumerate(code):
+        if c == "{":
+            head = code[head_start:i]
+            stack.append((i, bool(_CLASS_HEAD.search(head)) and "(" not in head and "namespace" not in head))
+            head_start = i + 1
+        elif c == "}":
+            if stack:
+                start, is_class = stack.pop()
+                if is_class:
+                    spans.append((start, i))
+            head_start = i + 1
+        elif c == ";":
+            head_start = i + 1
+    return spans
+
+
+def _in_class_specializations(code: str) -> list[tuple[int, int]]:
+    """What to blank so that an explicit specialization of a member function template written in
+    its class (`template <> inline bool operator()(const bool x)`, valid C++17 that clang and
+    Metal accept, g++ does not) becomes an overload of it: `template <>`, and explicit template
+    arguments after the name. The overload is picked where the specialization would be."""
+    found = [m for m in _EXPLICIT_SPECIALIZATION.finditer(code)]
+    if not found:
+        return []
+    scopes = _class_scopes(code)
+    out = []
+    for m in found:
+        inner = [(a, b) for a, b in scopes if a < m.start() < b]
+        if not inner:
+            continue
+        innermost = max(inner)
+        # directly in the class body, not inside a member function's body
+        nested = [(a, b) for a, b in _brace_spans(code, innermost) if a < m.start() < b]
+        if nested:
+            continue
+        stop = min((k for k in (code.find("{", m.end()), code.find(";", m.end())) if k >= 0), default=len(code))
+        declaration = code[m.end():stop]
+        if _CLASS_HEAD.search(declaration):
+            continue  # a class template specialization: left to the compiler
+        out.append((m.start(), m.end()))
+        name = _SPECIALIZED_NAME.search(declaration)
+        if name:
+            out.append((m.end() + name.start(1), m.end() + name.end(1)))
+    return out
+
+
+def _brace_spans(code: str, scope: tuple[int, int]) -> list[tuple[int, int]]:
+    """Spans of the brace pairs directly or deeper inside `scope` (not `scope` itself)."""
+    spans, stack = [], []
+    for i in range(scope[0] + 1, scope[1]):
+        if code[i] == "{":
+            stack.append(i)
+        elif code[i] == "}" and stack:
+            spans.append((stack.pop(), i))
+    return spans
+
+
 def rewrite_metal(text: str) -> str:
     """`text` with Metal-only spellings turned into what the prelude understands, every change
     inside one line: `0.5` -> `0.5f`, `1.5h` -> `1.5_mpsgen_h`, `v.zw` -> `v.zw()`,
-    `constant const` -> `constant`, and attribute lists (`[[buffer(0)]]`, `[[host_name("x")]]`)
-    blanked: they mean nothing to the host compiler, and clang refuses one after `template` in an
-    explicit instantiation."""
+    `constant const` -> `constant`, an explicit specialization of a member function written in its
+    class turned into an overload (`template <>` blanked: g++ refuses it there), and attribute
+    lists (`[[buffer(0)]]`, `[[host_name("x")]]`) blanked: they mean nothing to the host compiler,
+    and clang refuses one after `template` in an explicit instantiation."""
     masked = mask_code(text)
     code = _code_spans(masked)
     edits: list[tuple[int, int, str]] = [(a, b, _blank(text[a:b])) for a, b in _attribute_lists(masked)]
@@ -92,6 +160,8 @@ def rewrite_metal(text: str) -> str:
         edits.append((m.end(), m.end(), "()"))
     for m in _CONSTANT_CONST.finditer(code):
         edits.append((m.start(), m.end(), "constant"))
+    for start, end in _in_class_specializations(code):
+        edits.append((start, end, _blank(text[start:end])))
     edits.sort()
     out: list[str] = []
     done = 0

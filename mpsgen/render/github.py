@@ -47,6 +47,9 @@ def github_lines(report: VerifyReport, *, static_only: bool = False) -> list[str
                 who = f"{check.op}: " if check.op else ""
                 why = f" ({check.reason})" if check.reason else ""
                 lines.append(command("notice", f"{who}{check.check} skipped{why}", title=f"mpsgen {check.check}"))
+        for n in stage.pre_existing:
+            lines.append(command("warning", f"{n.message} ({n.hint})", file=n.location.path, line=n.location.line,
+                                 title=f"mpsgen {n.check} (pre-existing)"))
         if stage.status == FAILED and not stage.findings:
             lines.append(command("error", f"{stage.name} failed: {stage.reason}", title=f"mpsgen {stage.name}"))
         elif stage.status == SKIPPED:

@@ -27,6 +27,8 @@ def render_verify(report: VerifyReport) -> None:
     console.print(table)
     for finding in (f for stage in report.stages for f in stage.findings):
         console.print(f"[red]{escape(str(finding.location))}[/]: {escape(finding.message)} ([dim]{escape(finding.hint)}[/])")
+    for note in (n for stage in report.stages for n in stage.pre_existing):
+        console.print(f"[yellow]{escape(str(note.location))}[/]: {escape(note.message)} ([dim]{escape(note.hint)}[/])")
     for stage in report.stages:
         if stage.log:
             console.print(f"{stage.name} log: {escape(stage.log)}")

@@ -1,5 +1,6 @@
 """A `VerifyReport` as plain lines for logs: a title, every check as an aligned row, each finding on
-one line `path:line: message (hint)`, the logs, and a one-line summary of the stages."""
+one line `path:line: message (hint)`, then each pre-existing problem the same way (its hint starts
+`pre-existing:`), the logs, and a one-line summary of the stages."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def verify_lines(report: VerifyReport) -> list[str]:
     lines = [f"mpsgen verify {' '.join(report.ops) or '(no ops)'}"]
     lines += aligned(("stage", "op", "check", "status", "detail"), check_rows(report))
     lines += [finding_line(f) for stage in report.stages for f in stage.findings]
+    lines += [finding_line(n) for stage in report.stages for n in stage.pre_existing]
     lines += [f"{stage.name} log: {stage.log}" for stage in report.stages if stage.log]
     lines.append(stage_summary(report))
     return lines

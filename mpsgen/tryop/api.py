@@ -92,7 +92,11 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
         torch = import_torch()
         detail = f"torch {torch.__version__} torch.mps.compile_shader"
     else:
-        outputs, detail = run_on_host(host_program(checkout, facts, source, inputs), facts.kernel_file)
+        from mpsgen.metalhost.owners import code_owners
+
+        owners = code_owners(checkout.read(facts.kernel_file), facts.kernel_file)
+        outputs, detail = run_on_host(host_program(checkout, facts, source, inputs), facts.kernel_file,
+                                      functor=facts.functor, owners=owners)
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
     results = _results(runs, opinfo_tolerances(checkout, op))

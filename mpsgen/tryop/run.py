@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mpsgen.errors import CheckFailed, MpsgenError
 from mpsgen.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
+from mpsgen.metalhost.owners import CodeOwners
 from mpsgen.metalhost.rewrite import rewrite_metal
 from mpsgen.tryop.values import Inputs, from_float32_bits
 
@@ -50,9 +51,12 @@ def mps_unavailable() -> str | None:
 
 
 def run_on_host(program: str, kernel_file: str, work: Path | None = None,
-                compiler: Compiler | None = None) -> tuple[list[Outputs], str]:
+                compiler: Compiler | None = None, functor: str | None = None,
+                owners: CodeOwners | None = None) -> tuple[list[Outputs], str]:
     """Compile `program` (the shader source plus the host driver) with the host compiler and the
-    Metal prelude, run it, and read its outputs. Returns the outputs and the compiler used."""
+    Metal prelude, run it, and read its outputs. Returns the outputs and the compiler used.
+    `functor` and `owners` (`metalhost.owners.code_owners` of the kernel file) let a compile error
+    in another functor's code be named as such."""
     if compiler is None:
         compiler, why = find_compiler()
         if compiler is None:
@@ -64,7 +68,7 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
         command = compiler.build_command(source, (), binary)
         built = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
         if built.returncode != 0:
-            raise _compile_failure(built.stderr, kernel_file)
+            raise _compile_failure(built.stderr, kernel_file, functor, owners)
         ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=RUN_TIMEOUT)
     if ran.returncode != 0:
         raise CheckFailed(f"the functor crashed on the host (exit status {ran.returncode}): {ran.stderr.strip()[:200]}",
@@ -72,7 +76,11 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
     return parse_outputs(ran.stdout), compiler.path
 
 
-def _compile_failure(stderr: str, kernel_file: str) -> MpsgenError:
+def _compile_failure(stderr: str, kernel_file: str, functor: str | None = None,
+                     owners: CodeOwners | None = None) -> MpsgenError:
+    from mpsgen.metalhost.check import diagnostic_context
+    from mpsgen.metalhost.owners import diagnostic_owners
+
     found = parse_diagnostics(stderr)
     if not found:
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
@@ -82,10 +90,17 @@ def _compile_failure(stderr: str, kernel_file: str) -> MpsgenError:
         where, message = attributed[0]
         return MpsgenError(f"the host compiler cannot compile mpsgen's Metal prelude ({where}: {message})",
                            hint="use g++ 12+ or clang++ 15+ ($MPSGEN_CXX), or run on a Mac with MPS")
-    where, message = next((w, m) for w, m in attributed if not w.path.startswith(PRELUDE_LABEL))
+    index, (where, message) = next((i, a) for i, a in enumerate(attributed) if not a[0].path.startswith(PRELUDE_LABEL))
     more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
-    return CheckFailed(f"{message}{more}", location=where,
-                       hint="fix the kernel file; `mpsgen verify OP --static-only` lists every error")
+    hint = "fix the kernel file; `mpsgen verify OP --static-only` lists every error"
+    if functor is not None and owners is not None:
+        context = diagnostic_context(found[index], kernel_file, where)
+        belongs = diagnostic_owners(context.lines, owners, context.functors)
+        if functor not in belongs:
+            whose = ", ".join(f"{name}_functor" for name in belongs) or "other code of the file"
+            hint = (f"pre-existing: in {whose}, not {functor}_functor; the whole kernel file must compile "
+                    f"for try to run {functor}_functor on the host")
+    return CheckFailed(f"{message}{more}", location=where, hint=hint)
 
 
 def _decode(token: str, out_type: str):

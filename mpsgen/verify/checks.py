@@ -28,16 +28,20 @@ CheckFn = Callable[[Views, OpFacts, CheckSettings], "list[Finding] | str"]
 def static_checks(checkout: Checkout, ops: tuple[str, ...], views: Views | None = None,
                   settings: CheckSettings = CheckSettings()) -> tuple[CheckResult, ...]:
     views = views or Views(Workspace(checkout))
+    facts = [read_op(views, op) for op in ops]
+    # The host compiler runs once per kernel file: start them together (one per core).
+    views.prefetch_metal_compile(sorted({rel for f in facts for rel in f.kernel_files}))
     results: list[CheckResult] = []
-    for op in ops:
-        results.extend(check_op(views, op, settings))
+    for op, op_facts in zip(ops, facts):
+        results.extend(check_op(views, op, settings, op_facts))
     return tuple(results)
 
 
-def check_op(views: Views, op: str, settings: CheckSettings = CheckSettings()) -> list[CheckResult]:
+def check_op(views: Views, op: str, settings: CheckSettings = CheckSettings(),
+             facts: OpFacts | None = None) -> list[CheckResult]:
     """Every static check of one op, in STATIC_CHECKS order. A check whose prerequisites failed is
     skipped with the reason; a reader error becomes a finding of the check that hit it."""
-    facts = read_op(views, op)
+    facts = facts if facts is not None else read_op(views, op)
     out = []
     for check, func in CHECKS:
         try:
@@ -48,7 +52,9 @@ def check_op(views: Views, op: str, settings: CheckSettings = CheckSettings()) -
         if isinstance(result, str):
             out.append(CheckResult(check, op, SKIPPED, reason=result))
         else:
-            out.append(CheckResult(check, op, FAILED if result else PASSED, tuple(result)))
+            own = tuple(x for x in result if not x.pre_existing)
+            notes = tuple(x for x in result if x.pre_existing)
+            out.append(CheckResult(check, op, FAILED if own else PASSED, own, notes=notes))
     return out
 
 
@@ -283,8 +289,11 @@ REQUIRED_COMPILER_HINT = "install g++ or clang++ (or set $MPSGEN_CXX), or drop -
 
 def _check_metal_compile(views: Views, f: OpFacts, settings: CheckSettings):
     """The op's kernel files compile with the host compiler and mpsgen's Metal prelude (each file
-    once per text: `Views.metal_compile`); no double literal in the op's own functor."""
-    from mpsgen.metalhost.check import SKIPPED, double_literal_findings
+    once per text: `Views.metal_compile`). A diagnostic fails the op when it is in the op's own code
+    (its functor, the lines that register or define it, or their instantiation context:
+    `Views.code_owners`); any other is reported as pre-existing, naming the functor it belongs to."""
+    from mpsgen.metalhost.check import SKIPPED, DiagnosticContext
+    from mpsgen.metalhost.owners import diagnostic_owners
 
     if not f.kernel_files:
         return "no kernel file defines the functor (see kernel-name)"
@@ -297,10 +306,23 @@ def _check_metal_compile(views: Views, f: OpFacts, settings: CheckSettings):
                                    REQUIRED_COMPILER_HINT))
                 continue
             return f"{result.reason}; --require-metal-compile makes this a failure"
-        out.extend(Finding("metal-compile", f.op, where, message, COMPILE_HINT) for where, message in result.diagnostics)
-        out.extend(Finding("metal-compile", f.op, where, message, COMPILE_HINT)
-                   for where, message in double_literal_findings(views.ws.read(rel), rel, (f.functor,)))
+        owners = views.code_owners(rel)
+        contexts = result.contexts or (DiagnosticContext(),) * len(result.diagnostics)
+        for (where, message), context in zip(result.diagnostics, contexts):
+            belongs = diagnostic_owners(context.lines, owners, context.functors)
+            if f.functor in belongs:
+                out.append(Finding("metal-compile", f.op, where, message, COMPILE_HINT))
+            else:
+                out.append(Finding("metal-compile", f.op, where, message, _pre_existing_hint(f, rel, belongs),
+                                   pre_existing=True))
     return out
+
+
+def _pre_existing_hint(f: OpFacts, rel: str, belongs: tuple[str, ...]) -> str:
+    if belongs:
+        whose = ", ".join(f"{name}_functor" for name in belongs)
+        return f"pre-existing: in {whose}, not {f.op}'s code; verifying that op fails for it"
+    return f"pre-existing: met compiling {rel}, outside {f.op}'s code; it does not fail {f.op}"
 
 
 CHECKS: tuple[tuple[str, CheckFn], ...] = (

@@ -29,6 +29,9 @@ class Finding:
     location: Location
     message: str
     hint: str
+    # Not the op's own code (another functor of its kernel file, a header): reported once, on its
+    # own line, and it does not fail the op (`StageResult.pre_existing`).
+    pre_existing: bool = False
 
     def __str__(self) -> str:
         return f"{self.location}: {self.message} ({self.hint})"
@@ -43,6 +46,7 @@ class CheckResult:
     status: str
     findings: tuple[Finding, ...] = ()
     reason: str = ""
+    notes: tuple[Finding, ...] = ()  # pre-existing problems met while checking (see Finding)
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,19 @@ class StageResult:
     @property
     def findings(self) -> tuple[Finding, ...]:
         return tuple(f for c in self.checks for f in c.findings)
+
+    @property
+    def pre_existing(self) -> tuple[Finding, ...]:
+        """Each problem the checks met outside the code of the ops they checked, once (one that is
+        a finding of a checked op is reported there only)."""
+        own = {(f.check, f.location, f.message) for f in self.findings}
+        out: dict[tuple, Finding] = {}
+        for check in self.checks:
+            for note in check.notes:
+                key = (note.check, note.location, note.message)
+                if key not in own:
+                    out.setdefault(key, note)
+        return tuple(out.values())
 
 
 @dataclass(frozen=True)

@@ -194,9 +194,15 @@ template <typename T, int N>
 struct vec : mpsgen_detail::vstore<T, N> {
   using element_type = T;
   vec() = default;
-  // A scalar fills every component (`uint4 v = 0;`).
-  template <typename S, std::enable_if_t<mpsgen_detail::is_scalar_v<S>, int> = 0>
+  // A scalar fills every component (`uint4 v = 0;`). From a bfloat into another element type the
+  // conversion is explicit: bfloat is a class here, so an implicit one would make `f(bfloat)` with
+  // overloads f(float) and f(float2) ambiguous, where Metal converts the scalar to float.
+  template <typename S, std::enable_if_t<mpsgen_detail::is_scalar_v<S> &&
+                                             (!mpsgen_detail::is_bfloat_v<S> || mpsgen_detail::is_bfloat_v<T>),
+                                         int> = 0>
   constexpr vec(S s) : mpsgen_detail::vstore<T, N>(mpsgen_detail::store(mpsgen_detail::fill<T, N>(s))) {}
+  template <typename S, std::enable_if_t<mpsgen_detail::is_bfloat_v<S> && !mpsgen_detail::is_bfloat_v<T>, int> = 0>
+  constexpr explicit vec(S s) : mpsgen_detail::vstore<T, N>(mpsgen_detail::store(mpsgen_detail::fill<T, N>(s))) {}
   // Components from scalars and smaller vectors: float4(a, b, c, d), float4(float2, float2), ...
   template <typename A, typename B, typename... R,
             std::enable_if_t<(mpsgen_detail::components<A>::value + mpsgen_detail::components<B>::value +
@@ -491,6 +497,24 @@ struct numeric_limits<half> : mpsgen_float_limits<half, ushort, 0x0400, 0x7bff, 
 template <>
 struct numeric_limits<bfloat>
     : mpsgen_float_limits<bfloat, ushort, 0x0080, 0x7f7f, 0xff7f, 0x3c00, 0x7f80, 0x7fc0, 0x1, 8> {};
+// Vectors: Metal's numeric_limits<float2> gives each value in every component (`.infinity().x`).
+template <typename T, int N>
+struct numeric_limits<vec<T, N>> {
+  using scalar = numeric_limits<T>;
+  static constexpr bool is_specialized = scalar::is_specialized;
+  static constexpr bool is_signed = scalar::is_signed;
+  static constexpr bool is_integer = scalar::is_integer;
+  static constexpr bool has_infinity = scalar::has_infinity;
+  static constexpr bool has_quiet_NaN = scalar::has_quiet_NaN;
+  static constexpr int digits = scalar::digits;
+  static constexpr vec<T, N> min() { return vec<T, N>(scalar::min()); }
+  static constexpr vec<T, N> max() { return vec<T, N>(scalar::max()); }
+  static constexpr vec<T, N> lowest() { return vec<T, N>(scalar::lowest()); }
+  static constexpr vec<T, N> epsilon() { return vec<T, N>(scalar::epsilon()); }
+  static constexpr vec<T, N> infinity() { return vec<T, N>(scalar::infinity()); }
+  static constexpr vec<T, N> quiet_NaN() { return vec<T, N>(scalar::quiet_NaN()); }
+  static constexpr vec<T, N> denorm_min() { return vec<T, N>(scalar::denorm_min()); }
+};
 
 // ---- math -----------------------------------------------------------------------------------------
 // Each function comes as Metal declares it: one overload for float, one for half, and element-wise
