@@ -151,6 +151,29 @@ def comment_groups(text: str, index: LineIndex, lines: list[ElementLines]) -> li
     return groups
 
 
+def governing_comments(text: str, index: LineIndex, elements: list[Element], close: int) -> list[str]:
+    """For each element of one container (closing bracket at `close`): the comments that govern it,
+    one per line without indentation: the comment block heading its group (`comment_groups`) and
+    the comments on its own lines. An inline container has no groups: only its own lines count."""
+    owned = element_lines(text, index, elements, close)
+    comments: list[str] = []
+    for i, element in enumerate(elements):
+        own = [ln.strip() for ln in _lines(text, index, index.line_of(element.start), index.line_of(element.end))]
+        own = [ln[ln.index("#") :] for ln in own if "#" in ln]
+        heading: list[str] = []
+        if owned is not None:
+            for group in comment_groups(text, index, owned):
+                if i in group and owned[group[0]].comment_first is not None:
+                    head = owned[group[0]]
+                    heading = [ln.strip() for ln in _lines(text, index, head.comment_first, head.first_line - 1)]
+        comments.append("\n".join(heading + own))
+    return comments
+
+
+def _lines(text: str, index: LineIndex, first: int, last: int) -> list[str]:
+    return [text[index.start_of(ln) : index.end_of(ln)] for ln in range(first, last + 1)]
+
+
 def removal_spans(
     text: str, elements: list[Element], remove: list[bool], close: int, index: LineIndex | None = None
 ) -> list[tuple[int, int, str]]:
