@@ -379,6 +379,10 @@ class MissingOpRule:
             if entry_is_op and not _OTHER_BEHAVIOUR.search(_UNNAMED.sub(" ", text)):
                 return Reason(MISSING_OP, text)
             return Reason(AMBIGUOUS, text)
+        others = [n for n in _ATEN.findall(text) if n not in self.served]
+        if others or "downstream" in text.lower():  # waits on another operator
+            name = others[0] if others else ""
+            return Reason(OTHER_OP, text, name, overload=bool(name) and self._overload(name))
         return Reason(OTHER, text)
 
     def _overload(self, name: str) -> bool:

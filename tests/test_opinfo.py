@@ -128,7 +128,12 @@ def test_tolerance_overrides_and_other_devices_stay():
 def test_partial_dtype_coverage_keeps_the_decorator():
     _, after, changes = edit("copysign", ("float",))
     assert after == FIXTURE
-    assert [c.action for c in changes] == ["kept"]
+    assert [c.action for c in changes] == ["kept", "kept", "kept"]
+    assert "the kernel does not register bool, int8, uint8" in changes[0].detail
+    assert "its reason is other behaviour, not a missing operator" in changes[1].detail
+    # the reason is that MPS lacks copysign_: fixed by the kernel only for the dtypes it registers
+    assert "but the kernel does not register bool, int16, int32, int64, int8, uint8" in changes[2].detail
+    assert "narrow it with dtypes=" in changes[2].detail and not changes[2].missing_op
 
 
 def test_dtype_evaluation():
