@@ -391,7 +391,7 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
     if unserved:
         return ("kept", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}), but the kernel does "
                 f"not register {', '.join(unserved)}: those would still fail (narrow it with dtypes=)", "")
-    return "removed-decorator", f"{kind} for {target} expects MPS to lack the op ({why.quote!r}); the kernel adds it", why.quote
+    return "removed-decorator", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}); the kernel adds it", why.quote
 
 
 def plan_opinfo_edits(

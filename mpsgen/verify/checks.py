@@ -212,9 +212,9 @@ _TEST_LIST_FINDINGS = {
 _OPINFO_ARGUMENTS = frozenset({"skips", "decorators"})
 _MISSING_OP_FINDING = {
     True: ("OpInfo {key!r} expects MPS to lack the op; it no longer does: {detail}",
-           "remove the DecorateInfo and its reason comment (unexpected successes fail CI)"),
+           "remove the DecorateInfo and its reason comment: an unexpected success fails CI"),
     False: ("{dict}[{key!r}] expects MPS to lack the op; it no longer does: {detail}",
-            "remove the dtypes the kernel registers (unexpected successes fail CI)"),
+            "remove the dtypes the kernel registers: an unexpected success fails CI"),
 }
 
 
