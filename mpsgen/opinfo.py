@@ -17,8 +17,11 @@ expected failure or a skip (`unittest.expectedFailure`, `unittest.skip(...)`, `s
 `expectedFailureMPS`, ...) for `device_type='mps'` (or an MPS-only decorator):
 - removed when its `dtypes=` is readable and every MPS-testable dtype in it is registered;
 - removed when it targets `TestConsistency` and names no dtypes;
-- kept otherwise (other test classes without dtypes are about behaviour, not dtype coverage), and
-  tolerance/precision overrides always stay.
+- removed when it names no dtypes and its stated reason (governing comments, a skip's message) is
+  that MPS lacks an overload the change serves (`mpsgen.rules.MissingOpRule`, passed as `reasons`),
+  provided the kernel registers every dtype the OpInfo tests (`tested`);
+- kept otherwise (other test classes without dtypes are about behaviour, not dtype coverage; the note
+  says which reason was read), and tolerance/precision overrides always stay.
 """
 
 from __future__ import annotations

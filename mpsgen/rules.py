@@ -15,6 +15,8 @@
   op whose kernel registers complex, and `dtypesIfMPS` is never narrowed.
 - **Served by shared code**: dtypes an op's shared host function serves before calling the stub
   (the catalog's `served_by_shared_code`, e.g. nan_to_num copies integer inputs) count as covered.
+- **"MPS lacks the op"** (`MissingOpRule`): an MPS expectation whose stated reason is that MPS lacks
+  an overload the change serves is fixed by the kernel (see the class for the reasons recognised).
 - **Keys**: `name + variant_test_name` of the op's OpInfos (python refs are not: test_mps builds
   its tests from `op_db` only).
 """

@@ -17,6 +17,9 @@ Rules (the issue leaves these to us):
   `drop_undefined=True`: dicts named `*UNDEFINED*`, and entries whose comment (the comment block
   heading their group, or their own trailing comment) speaks of precision, accuracy, randomness,
   undefined behaviour or flakiness.
+- An entry whose comment says MPS lacks another operator (or an overload the change does not serve,
+  or a "downstream" function) stays (`mpsgen.rules.MissingOpRule`, passed as `reasons`); one whose
+  comment says MPS lacks the op follows the rules above, and its report carries the reason.
 - Forward kernels edit the dicts of forward modifiers; `backward=True` (a `*_backward` kernel) edits
   the dicts of functions whose name mentions `grad` instead. Error-input lists are never edited.
 - A comment block directly above removed entries goes only when every entry of the group it heads
