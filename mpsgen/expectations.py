@@ -35,7 +35,7 @@ def plan_expectations(views: Views, facts: OpFacts, registered: frozenset[str], 
     if not facts.refs:
         note = Note("todo", f"no OpInfo found for {facts.op}: common_mps.py not updated; run the test that covers it by hand")
         return (FileChange(COMMON_MPS, ws.read(COMMON_MPS), notes=(note,)),)
-    plan = plan_test_lists(views, facts, registered, drop_undefined=drop_undefined)
+    plan = plan_test_lists(views, facts, registered, drop_undefined=drop_undefined, after_change=True)
     changes: dict[str, list[Change]] = {}
     notes: dict[str, list[Note]] = {}
     for item in plan.changes:

@@ -17,8 +17,11 @@ expected failure or a skip (`unittest.expectedFailure`, `unittest.skip(...)`, `s
 `expectedFailureMPS`, ...) for `device_type='mps'` (or an MPS-only decorator):
 - removed when its `dtypes=` is readable and every MPS-testable dtype in it is registered;
 - removed when it targets `TestConsistency` and names no dtypes;
-- kept otherwise (other test classes without dtypes are about behaviour, not dtype coverage), and
-  tolerance/precision overrides always stay.
+- removed when it names no dtypes and its stated reason (governing comments, a skip's message) is
+  that MPS lacks an overload the change serves (`mpsgen.rules.MissingOpRule`, passed as `reasons`),
+  provided the kernel registers every dtype the OpInfo tests (`tested`);
+- kept otherwise (other test classes without dtypes are about behaviour, not dtype coverage; the note
+  says which reason was read), and tolerance/precision overrides always stay.
 """
 
 from __future__ import annotations
@@ -31,7 +34,15 @@ from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
-from mpsgen.pylists import Element, NodeSpans, match_bracket, parse_python, removal_spans, whole_lines_span
+from mpsgen.pylists import (
+    Element,
+    NodeSpans,
+    governing_comments,
+    match_bracket,
+    parse_python,
+    removal_spans,
+    whole_lines_span,
+)
 from mpsgen.testlists import TestListChange, canonical_dtype
 from mpsgen.textedit import LineIndex, replace_spans
 
@@ -324,12 +335,23 @@ def _callee(node: ast.expr) -> str:
     return ""
 
 
-def _classify(element: ast.expr, covered: frozenset[str]) -> tuple[str | None, str]:
+def _skip_message(decorator: ast.expr | None) -> str:
+    """The message of `unittest.skip("...")` (a reason like a comment), else ""."""
+    if isinstance(decorator, ast.Call) and decorator.args:
+        return _string(decorator.args[0]) or ""
+    return ""
+
+
+def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: frozenset[str] | None = None,
+              ) -> tuple[str | None, str, str]:
+    """(verdict, why, the reason's text when the verdict is that MPS lacks the op). `reason(message)`
+    judges the element's stated reason (its comments plus `message`, a skip's text) by
+    `mpsgen.rules.MissingOpRule`; `tested`: the dtypes the OpInfo runs on MPS (None: unreadable)."""
     callee = _callee(element)
     if callee != "DecorateInfo":
         if callee in _MPS_ONLY_DECORATORS:
-            return "kept", f"{callee} applies to every test of the OpInfo; not tied to dtype coverage"
-        return None, ""
+            return "kept", f"{callee} applies to every test of the OpInfo; not tied to dtype coverage", ""
+        return None, "", ""
     assert isinstance(element, ast.Call)
     positional = list(element.args)
     kw = {arg.arg: arg.value for arg in element.keywords if arg.arg is not None}
@@ -340,35 +362,50 @@ def _classify(element: ast.expr, covered: frozenset[str]) -> tuple[str | None, s
     what = _callee(decorator) if decorator is not None else ""
     device = _string(kw.get("device_type"))
     if device != "mps" and what not in _MPS_ONLY_DECORATORS:
-        return None, ""
+        return None, "", ""
     cls_name = _string(kw.get("cls_name")) or ""
     test_name = _string(kw.get("test_name")) or ""
     target = ".".join(part for part in (cls_name, test_name) if part) or "every test"
     if what in _TOLERANCE_DECORATORS:
-        return "kept", f"{what} for {target} is a tolerance, not a failure"
+        return "kept", f"{what} for {target} is a tolerance, not a failure", ""
     if what not in _FAILURE_DECORATORS:
-        return "kept", f"{what or 'decorator'} for {target} is not an expected failure or skip"
+        return "kept", f"{what or 'decorator'} for {target} is not an expected failure or skip", ""
     kind = "skip" if "skip" in what.lower() else "expected failure"
     if "dtypes" in kw:
         dtypes = evaluate_dtypes(kw["dtypes"])
         if dtypes is None:
-            return "kept", f"{kind} for {target}: dtypes are not statically readable"
+            return "kept", f"{kind} for {target}: dtypes are not statically readable", ""
         relevant = dtypes - NOT_ON_MPS
         missing = sorted(relevant - covered)
         if relevant and not missing:
-            return "removed-decorator", f"{kind} for {target} on {', '.join(sorted(relevant))}: now registered"
-        return "kept", f"{kind} for {target}: the kernel does not register {', '.join(missing or sorted(dtypes))}"
+            return "removed-decorator", f"{kind} for {target} on {', '.join(sorted(relevant))}: now registered", ""
+        return "kept", f"{kind} for {target}: the kernel does not register {', '.join(missing or sorted(dtypes))}", ""
     if cls_name == "TestConsistency":
-        return "removed-decorator", f"{kind} for {target}: the Metal kernel replaces the implementation under test"
-    return "kept", f"{kind} for {target} is about behaviour, not dtype coverage"
+        return "removed-decorator", f"{kind} for {target}: the Metal kernel replaces the implementation under test", ""
+    if reason is None:
+        return "kept", f"{kind} for {target} is about behaviour, not dtype coverage", ""
+    why = reason(_skip_message(decorator))
+    if not why.fixed:
+        return "kept", f"{kind} for {target}: {why.why_kept()}", ""
+    if tested is None:
+        return ("kept", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}), but the dtypes "
+                "the OpInfo tests cannot be read statically: remove it by hand once the kernel serves them all", "")
+    unserved = sorted(tested - NOT_ON_MPS - covered)
+    if unserved:
+        return ("kept", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}), but the kernel does "
+                f"not register {', '.join(unserved)}: those would still fail (narrow it with dtypes=)", "")
+    return "removed-decorator", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}); the kernel adds it", why.quote
 
 
 def plan_opinfo_edits(
-    text: str, path: str, refs: tuple[OpInfoRef, ...], covered: frozenset[str], lines: LineIndex | None = None
+    text: str, path: str, refs: tuple[OpInfoRef, ...], covered: frozenset[str], lines: LineIndex | None = None,
+    *, reasons=None, tested=None,
 ) -> tuple[str, tuple[TestListChange, ...]]:
     """The new text with the refs' MPS failures that a kernel registering `covered` fixes removed.
     `dtypesIfMPS=` is never touched: what MPS tests stays tested, and what still fails is stated
-    in common_mps.py."""
+    in common_mps.py. `reasons`: a `mpsgen.rules.MissingOpRule` (decorators whose stated reason is
+    that MPS lacks the op go when the kernel serves every dtype `tested(ref)` says the OpInfo runs);
+    None leaves such decorators alone."""
     covered = frozenset(canonical_dtype(d) for d in covered)
     spans: list[tuple[int, int, str]] = []
     changes: list[TestListChange] = []
@@ -389,11 +426,13 @@ def plan_opinfo_edits(
             keyword = arg.arg
             if keyword in ("skips", "decorators") and isinstance(arg.value, (ast.Tuple, ast.List)):
                 elements = list(arg.value.elts)
-                verdicts = [_classify(el, covered) for el in elements]
-                remove = [verdict == "removed-decorator" for verdict, _ in verdicts]
-                for el, (verdict, detail) in zip(elements, verdicts):
+                ref_tested = tested(ref) if tested is not None else None
+                verdicts = [_classify(el, covered, _judge(reasons, text, index, elements, i, span_of, nodes.span(arg.value)[1] - 1),
+                                      ref_tested) for i, el in enumerate(elements)]
+                remove = [verdict == "removed-decorator" for verdict, _, _ in verdicts]
+                for el, (verdict, detail, reason) in zip(elements, verdicts):
                     if verdict is not None:
-                        changes.append(TestListChange(verdict, ref.key, keyword, Location(path, line_of(el)), detail))
+                        changes.append(TestListChange(verdict, ref.key, keyword, Location(path, line_of(el)), detail, reason))
                 if remove and all(remove):
                     whole = whole_lines_span(text, *span_of(arg), index)
                     if whole is not None:
@@ -410,3 +449,16 @@ def plan_opinfo_edits(
                 parts = [Element(*span_of(el)) for el in elements]
                 spans.extend(removal_spans(text, parts, remove, close, index))
     return replace_spans(text, spans), tuple(changes)
+
+
+def _judge(reasons, text: str, index: LineIndex, elements: list, i: int, span_of, close: int):
+    """`reason(message)` for element `i` of a skips/decorators container (None without a rule): its
+    governing comments plus `message` judged by `reasons`. Comments are read only when asked for."""
+    if reasons is None:
+        return None
+
+    def reason(message: str):
+        parts = [Element(*span_of(el)) for el in elements]
+        return reasons.judge(governing_comments(text, index, parts, close)[i], message)
+
+    return reason

@@ -134,6 +134,25 @@ def element_lines(text: str, index: LineIndex, elements: list[Element], close: i
     return out
 
 
+def lines_but_last(text: str, index: LineIndex, elements: list[Element]) -> list[ElementLines] | None:
+    """Line ownership when every element but the last owns whole lines and the last starts its own
+    line but ends on the closing bracket's line (`..., dtypes=(torch.float32,)),)`); None otherwise.
+    The last element's lines cannot go without the bracket: callers only remove the others."""
+    if len(elements) < 2:
+        return None
+    head = element_lines(text, index, elements[:-1], elements[-1].start)
+    last = elements[-1]
+    first = index.line_of(last.start)
+    if head is None or text[index.start_of(first) : last.start].strip() or first <= head[-1].last_line:
+        return None
+    comment_first = None
+    line = first - 1
+    while line > head[-1].last_line and _is_comment_line(text[index.start_of(line) : index.end_of(line)]):
+        comment_first = line
+        line -= 1
+    return [*head, ElementLines(first, index.line_of(last.end), comment_first)]
+
+
 def comment_groups(text: str, index: LineIndex, lines: list[ElementLines]) -> list[list[int]]:
     """Groups of element indices headed by one comment block: an element with its own comment block
     starts a group; following elements without one join it while no blank line separates them."""
@@ -151,6 +170,53 @@ def comment_groups(text: str, index: LineIndex, lines: list[ElementLines]) -> li
     return groups
 
 
+def governing_comments(text: str, index: LineIndex, elements: list[Element], close: int) -> list[str]:
+    """For each element of one container (closing bracket at `close`): the comments that govern it,
+    one per line without indentation: the comment block heading its group (`comment_groups`) and
+    the comments on its own lines. An inline container has no groups: only its own lines count."""
+    owned = element_lines(text, index, elements, close) or lines_but_last(text, index, elements)
+    comments: list[str] = []
+    previous: list[str] = []  # (inline containers) the heading of the element before, while adjacent
+    for i, element in enumerate(elements):
+        own = [ln.strip() for ln in _lines(text, index, index.line_of(element.start), index.line_of(element.end))]
+        own = [ln[ln.index("#") :] for ln in own if "#" in ln]
+        heading: list[str] = []
+        if owned is not None:
+            for group in comment_groups(text, index, owned):
+                if i in group and owned[group[0]].comment_first is not None:
+                    head = owned[group[0]]
+                    heading = [ln.strip() for ln in _lines(text, index, head.comment_first, head.first_line - 1)]
+        else:
+            heading = _block_above(text, index, element, elements[i - 1] if i else None, previous)
+            previous = heading
+        comments.append("\n".join(heading + own))
+    return comments
+
+
+def _block_above(text: str, index: LineIndex, element: Element, before: Element | None, inherited: list[str]) -> list[str]:
+    """In a container whose elements do not all own whole lines (`element_lines` is None): the
+    comment block right above an element that starts its own line, else the block the element just
+    before it had when that one ends on the line above."""
+    first = index.line_of(element.start)
+    if text[index.start_of(first) : element.start].strip():
+        return []
+    block: list[str] = []
+    line = first - 1
+    while line >= 1 and (before is None or line > index.line_of(before.end)):
+        stripped = text[index.start_of(line) : index.end_of(line)].strip()
+        if not stripped.startswith("#"):
+            break
+        block.insert(0, stripped)
+        line -= 1
+    if block:
+        return block
+    return inherited if before is not None and index.line_of(before.end) == first - 1 else []
+
+
+def _lines(text: str, index: LineIndex, first: int, last: int) -> list[str]:
+    return [text[index.start_of(ln) : index.end_of(ln)] for ln in range(first, last + 1)]
+
+
 def removal_spans(
     text: str, elements: list[Element], remove: list[bool], close: int, index: LineIndex | None = None
 ) -> list[tuple[int, int, str]]:
@@ -161,6 +227,8 @@ def removal_spans(
         return []
     index = index or LineIndex(text)
     owned = element_lines(text, index, elements, close)
+    if owned is None and not remove[-1]:
+        owned = lines_but_last(text, index, elements)
     spans: list[tuple[int, int, str]] = []
     if owned is not None:
         for group in comment_groups(text, index, owned):

@@ -15,6 +15,8 @@
   op whose kernel registers complex, and `dtypesIfMPS` is never narrowed.
 - **Served by shared code**: dtypes an op's shared host function serves before calling the stub
   (the catalog's `served_by_shared_code`, e.g. nan_to_num copies integer inputs) count as covered.
+- **"MPS lacks the op"** (`MissingOpRule`): an MPS expectation whose stated reason is that MPS lacks
+  an overload the change serves is fixed by the kernel (see the class for the reasons recognised).
 - **Keys**: `name + variant_test_name` of the op's OpInfos (python refs are not: test_mps builds
   its tests from `op_db` only).
 """
@@ -224,19 +226,24 @@ class TestListPlan:
     changes: tuple
 
 
-def plan_test_lists(views: Views, facts: OpFacts, registered: frozenset[str], *, drop_undefined: bool = False) -> TestListPlan:
+def plan_test_lists(views: Views, facts: OpFacts, registered: frozenset[str], *, drop_undefined: bool = False,
+                    after_change: bool = False) -> TestListPlan:
     """The op's test expectations after its kernel registers `registered` (torch dtypes): OpInfo
-    decorators the kernel fixes go, the xfail/skip entries list exactly what is still missing, and
-    complex support is declared. Used to edit (new-op, migrate) and to check (verify)."""
+    decorators the kernel fixes go (by dtype, and those whose stated reason is that MPS lacks the op:
+    `MissingOpRule`), the xfail/skip entries list exactly what is still missing, and complex support
+    is declared. Used to edit (new-op, migrate: `after_change`, every shared line will name MPS) and
+    to check (verify: the overloads served as the checkout stands)."""
     from mpsgen.opinfo import plan_opinfo_edits
     from mpsgen.testlists import plan_testlist_edits
 
     registered = registered | served_by_shared_code(facts)
+    reasons = missing_op_rule(facts, after_change=after_change)
+    tested = _tested_of_ref(facts)
     texts: dict[str, str] = {}
     changes: list = []
     for rel, refs in facts.opinfos:
         text = views.ws.read(rel)
-        new_text, found = plan_opinfo_edits(text, rel, refs, registered, views.lines(rel))
+        new_text, found = plan_opinfo_edits(text, rel, refs, registered, views.lines(rel), reasons=reasons, tested=tested)
         changes.extend(found)
         if new_text != text:
             texts[rel] = new_text
@@ -246,9 +253,170 @@ def plan_test_lists(views: Views, facts: OpFacts, registered: frozenset[str], *,
         new_text, found = plan_testlist_edits(
             text, COMMON_MPS, keys, registered, bool(registered & COMPLEX), drop_undefined,
             tested_dtypes=tested_by_key(facts), backward=facts.backward,
-            parsed=views.testlists_parse(),
+            parsed=views.testlists_parse(), reasons=reasons,
         )
         changes.extend(found)
         if new_text != text:
             texts[COMMON_MPS] = new_text
     return TestListPlan(texts, tuple(changes))
+
+
+# ------------------------------------------------------------------ "MPS lacks the op" reasons
+
+import re as _re
+
+# "The operator 'aten::heaviside.out' is not currently implemented for the MPS device" (with or
+# without an error-class prefix, wrapped over comment lines), "`aten::logit_` is not supported on MPS"
+_NOT_ON_MPS = r"\s+(?:is\s+|are\s+)?not\s+(?:currently\s+|yet\s+)?(?:implemented|supported)\s+(?:for|on|by|in)\s+(?:the\s+)?MPS\b"
+_NAMED = _re.compile(r"""[`'"]?aten::(?P<name>[A-Za-z_]\w*(?:\.\w+)?)[`'"]?""" + _NOT_ON_MPS, _re.IGNORECASE)
+# a quoted name without `aten::`: "`_upsample_bilinear2d_aa_backward_out` not implemented for MPS"
+_QUOTED = _re.compile(r"""[`'"](?P<name>[A-Za-z_]\w*(?:\.\w+)?)[`'"]""" + _NOT_ON_MPS, _re.IGNORECASE)
+# the same statement without naming the operator
+_UNNAMED = _re.compile(
+    r"\bnot\s+(?:currently\s+|yet\s+)?(?:implemented|supported)\s+(?:for|on|by|in)\s+(?:the\s+)?MPS\b"
+    r"|\bNotImplementedError\s+(?:for|on)\s+(?:the\s+)?MPS\b"
+    r"|\black\s+of\b[^.]*?\bimplementation\b[^.]*?\bMPS\b"
+    r"|\bno\s+MPS\s+implementation\b",
+    _re.IGNORECASE,
+)
+_ATEN = _re.compile(r"aten::([A-Za-z_]\w*(?:\.\w+)?)")
+# words that make a reason about something besides the missing operator
+_OTHER_BEHAVIOUR = _re.compile(
+    r"precision|accura|\bnans?\b|mismatch|not equal|different dtypes|mixed|random|flaky|non-?determin|undefined"
+    r"|toleran|not raised|AssertionError|downstream|complex|integ|\bbool\b|half|float|\bdtype",
+    _re.IGNORECASE,
+)
+
+# Reason kinds (`Reason.kind`)
+MISSING_OP = "missing-op"  # MPS lacks the op (or an overload the change serves): the kernel fixes it
+OTHER_OP = "other-op"  # MPS lacks another operator, or an overload the change does not serve
+AMBIGUOUS = "ambiguous"  # says MPS lacks something, but not clearly (only) this op
+OTHER = "other"  # about some other behaviour
+NO_REASON = "none"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """What a test expectation's stated reason (its comments, a skip's message) says."""
+
+    kind: str
+    quote: str = ""  # the reason as one line (comment markers dropped)
+    operator: str = ""  # the operator it names (`heaviside.out`), "" when unnamed
+
+    @property
+    def fixed(self) -> bool:
+        return self.kind == MISSING_OP
+
+    overload: bool = False  # OTHER_OP: the operator is an overload of the op the change does not serve
+
+    def why_kept(self) -> str:
+        """Why an expectation with this reason stays (OTHER_OP, AMBIGUOUS, OTHER, NO_REASON)."""
+        if self.kind == OTHER_OP:
+            if self.overload:
+                what = f"aten::{self.operator}, an overload this change does not serve"
+            else:
+                what = f"aten::{self.operator}, another operator" if self.operator else "another operator"
+            return f"its reason is that MPS lacks {what} ({self.quote!r})"
+        if self.kind == AMBIGUOUS:
+            return f"its reason says MPS lacks an operator but may be about more (dtypes, behaviour); check it by hand ({self.quote!r})"
+        if self.kind == OTHER:
+            return f"its reason is other behaviour, not a missing operator ({self.quote!r})"
+        return "no stated reason says MPS lacks the op"
+
+
+def reason_text(lines: str) -> str:
+    """Comment lines (or a skip's message) as one line: `#` markers and line breaks dropped."""
+    parts = [ln.strip().lstrip("#").strip() for ln in lines.splitlines()]
+    return " ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class MissingOpRule:
+    """Test expectations fixed by a kernel because their reason is that MPS lacks the operator.
+
+    `served`: the yaml entry names (`heaviside.out`, `heaviside`, `heaviside_`, `logit_`) MPS
+    serves natively after the change; `bases`: the op's base names (to tell "an overload this change
+    does not serve" from "another operator").
+
+    Recognised: "[NotImplementedError: ][The operator ]'aten::<name>' is [not currently|not yet|not]
+    implemented|supported for|on the MPS [device]" (the name quoted or not, wrapped over lines), the
+    same with a quoted name without `aten::`. It is fixed when every operator the reason names is
+    served and nothing else in it speaks of other behaviour (precision, NaN, dtypes, mismatches,
+    random results, downstream functions, ...). Unnamed statements ("not implemented for MPS",
+    "NotImplementedError for MPS device", "lack of op implementation on MPS") are ambiguous on an
+    OpInfo decorator (kept with a note) and name the entry's own op in a common_mps.py list (`entry_is_op`).
+    """
+
+    served: frozenset[str]
+    bases: frozenset[str]
+
+    def judge(self, lines: str, message: str = "", *, entry_is_op: bool = False) -> Reason:
+        """The reason stated by comment `lines` and a skip's `message`."""
+        said = reason_text(lines)
+        text = " ".join(part for part in (said, message.strip()) if part)
+        if not text:
+            return Reason(NO_REASON)
+        if message.strip() and (not said or any(p.search(message) for p in (_NAMED, _QUOTED, _UNNAMED))):
+            said = message.strip()
+        reason = self._judge(text, entry_is_op)
+        return Reason(reason.kind, said, reason.operator, reason.overload)
+
+    def _judge(self, text: str, entry_is_op: bool) -> Reason:
+        named = [m.group("name") for pattern in (_NAMED, _QUOTED) for m in pattern.finditer(text)]
+        if named:
+            others = [n for n in named + _ATEN.findall(text) if n not in self.served]
+            if others:
+                return Reason(OTHER_OP, text, others[0], overload=self._overload(others[0]))
+            rest = text
+            for pattern in (_NAMED, _QUOTED):
+                rest = pattern.sub(" ", rest)
+            if _OTHER_BEHAVIOUR.search(rest):
+                return Reason(AMBIGUOUS, text, named[0])
+            return Reason(MISSING_OP, text, named[0])
+        if _UNNAMED.search(text):
+            others = [n for n in _ATEN.findall(text) if n not in self.served]
+            if others or "downstream" in text.lower():
+                name = others[0] if others else ""
+                return Reason(OTHER_OP, text, name, overload=bool(name) and self._overload(name))
+            if entry_is_op and not _OTHER_BEHAVIOUR.search(_UNNAMED.sub(" ", text)):
+                return Reason(MISSING_OP, text)
+            return Reason(AMBIGUOUS, text)
+        others = [n for n in _ATEN.findall(text) if n not in self.served]
+        if others or "downstream" in text.lower():  # waits on another operator
+            name = others[0] if others else ""
+            return Reason(OTHER_OP, text, name, overload=bool(name) and self._overload(name))
+        return Reason(OTHER, text)
+
+    def _overload(self, name: str) -> bool:
+        return name.partition(".")[0] in self.bases or name.partition(".")[0].rstrip("_") in self.bases
+
+
+def _tested_of_ref(facts: OpFacts):
+    """ref -> the dtypes MPS runs for it (a python ref: those of the OpInfo its `torch_opinfo_name`
+    names); None when unreadable. Gradients only (floating, complex) for a `*_backward` op."""
+    from mpsgen.opinfo import tested_dtypes
+
+    by_name: dict[str, frozenset[str] | None] = {}
+    for ref in facts.refs:
+        if ref.kind != "python-ref":  # variants of one name: all of their dtypes (None when one is unreadable)
+            found, known = tested_dtypes(ref), by_name.get(ref.name, frozenset())
+            by_name[ref.name] = None if found is None or known is None else known | found
+
+    def tested(ref) -> frozenset[str] | None:
+        found = by_name.get(ref.torch_opinfo_name or "") if ref.kind == "python-ref" else tested_dtypes(ref)
+        if found is not None and facts.backward:
+            found = found & (FLOATS | COMPLEX)
+        return found
+
+    return tested
+
+
+def served_overloads(facts: OpFacts, *, after_change: bool) -> frozenset[str]:
+    """The op's yaml entries MPS serves through the shared kernel: those whose shared line names MPS
+    (`after_change`: every shared line, as new-op/migrate add MPS to each) and those delegating to them."""
+    direct = {site.entry.name for site in facts.shared if after_change or "MPS" in site.line.keys}
+    return frozenset(direct | {e.name for e in facts.entries if (e.structured_delegate or "") in direct})
+
+
+def missing_op_rule(facts: OpFacts, *, after_change: bool) -> MissingOpRule:
+    return MissingOpRule(served_overloads(facts, after_change=after_change), frozenset(e.base for e in facts.entries))

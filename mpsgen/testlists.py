@@ -17,6 +17,9 @@ Rules (the issue leaves these to us):
   `drop_undefined=True`: dicts named `*UNDEFINED*`, and entries whose comment (the comment block
   heading their group, or their own trailing comment) speaks of precision, accuracy, randomness,
   undefined behaviour or flakiness.
+- An entry whose comment says MPS lacks another operator (or an overload the change does not serve,
+  or a "downstream" function) stays (`mpsgen.rules.MissingOpRule`, passed as `reasons`); one whose
+  comment says MPS lacks the op follows the rules above, and its report carries the reason.
 - Forward kernels edit the dicts of forward modifiers; `backward=True` (a `*_backward` kernel) edits
   the dicts of functions whose name mentions `grad` instead. Error-input lists are never edited.
 - A comment block directly above removed entries goes only when every entry of the group it heads
@@ -37,8 +40,8 @@ from mpsgen.model import Location
 from mpsgen.pylists import (
     Element,
     NodeSpans,
-    comment_groups,
     element_lines,
+    governing_comments,
     is_plain_string,
     parse_python,
     removal_spans,
@@ -70,6 +73,7 @@ class TestListChange:
     dict_name: str
     location: Location
     detail: str
+    missing_op: str = ""  # the stated reason, when it is that MPS lacks the op (`mpsgen.rules.MissingOpRule`)
 
     def __str__(self) -> str:
         return f"{self.location}: {self.action}: {self.dict_name}[{self.key!r}]: {self.detail}"
@@ -207,30 +211,10 @@ def _string_value(node: ast.Constant) -> str:
     return value if isinstance(value, str) else value.decode()
 
 
-def _governing_comments(text: str, index: LineIndex, elements: list[Element], close: int) -> list[str]:
-    owned = element_lines(text, index, elements, close)
-    comments: list[str] = []
-    for i, element in enumerate(elements):
-        own = [ln.strip() for ln in _lines(text, index, index.line_of(element.start), index.line_of(element.end))]
-        own = [ln[ln.index("#") :] for ln in own if "#" in ln]
-        heading: list[str] = []
-        if owned is not None:
-            for group in comment_groups(text, index, owned):
-                if i in group and owned[group[0]].comment_first is not None:
-                    head = owned[group[0]]
-                    heading = [ln.strip() for ln in _lines(text, index, head.comment_first, head.first_line - 1)]
-        comments.append("\n".join(heading + own))
-    return comments
-
-
-def _lines(text: str, index: LineIndex, first: int, last: int) -> list[str]:
-    return [text[index.start_of(ln) : index.end_of(ln)] for ln in range(first, last + 1)]
-
-
 def _entries(text: str, path: str, index: LineIndex, collector: _Collector, found: _Container) -> tuple[XfailEntry, ...]:
     node = found.node
     elements = [Element(collector.span(k)[0], collector.span(v)[1]) for k, v in zip(node.keys, node.values)]  # type: ignore[union-attr]
-    comments = _governing_comments(text, index, elements, found.span[1] - 1)
+    comments = governing_comments(text, index, elements, found.span[1] - 1)
     entries = []
     for key, value_node, element, comment in zip(node.keys, node.values, elements, comments):  # type: ignore[union-attr]
         value = _dtype_value(value_node)
@@ -301,13 +285,18 @@ def _decide(
     drop_undefined: bool,
     tested: frozenset[str] | None,
     wanted_section: str,
+    reason=None,
 ) -> tuple[str, str, tuple[str, ...]]:
-    """(action, why, dtypes to remove)."""
+    """(action, why, dtypes to remove). `reason`: the entry's stated reason judged by
+    `mpsgen.rules.MissingOpRule` (None: not read). One that MPS lacks another operator (or an
+    overload the change does not serve) keeps the entry; the others leave the rules below to decide."""
     if "SPARSE" in table.name.upper():
         return "kept", f"{table.name} is about sparse tensors; a dense Metal kernel does not change it", ()
     if table.section != wanted_section:
         what = {"grad": "a gradient list", "forward": "a forward list", "error-inputs": "an error-inputs list"}
         return "kept", f"{what[table.section]}; a {wanted_section} kernel does not change it", ()
+    if reason is not None and reason.kind == "other-op":
+        return "kept", reason.why_kept(), ()
     if not drop_undefined:
         if table.about_something_else:
             return "kept", f"{table.name} is about undefined/precision behaviour, not a missing kernel (drop_undefined=True removes it)", ()
@@ -343,10 +332,12 @@ def plan_testlist_edits(
     tested_dtypes: Mapping[str, frozenset[str]] | None = None,
     backward: bool = False,
     parsed=None,
+    reasons=None,
 ) -> tuple[str, tuple[TestListChange, ...]]:
     """The new text of common_mps.py and the report, for a kernel registering the torch dtypes
     `covered` (`mpsgen.dtypes.torch_dtypes_for(groups)`) that serves the OpInfo keys `keys`.
-    `parsed`: `parse_testlists(text, path)` when the caller has it."""
+    `parsed`: `parse_testlists(text, path)` when the caller has it. `reasons`: a
+    `mpsgen.rules.MissingOpRule` judging each entry's comment (None: comments decide as below only)."""
     found, index, collector = parsed or parse_testlists(text, path)
     covered = frozenset(canonical_dtype(d) for d in covered)
     wanted_section = "grad" if backward else "forward"
@@ -362,8 +353,13 @@ def plan_testlist_edits(
             if entry.key not in keys:
                 continue
             tested = tested_dtypes.get(entry.key) if tested_dtypes else None
-            action, why, gone = _decide(table, entry, covered, drop_undefined, tested, wanted_section)
-            changes.append(TestListChange(action, entry.key, table.name, entry.location, why))
+            reason = reasons.judge(entry.comment, entry_is_op=True) if reasons is not None else None
+            action, why, gone = _decide(table, entry, covered, drop_undefined, tested, wanted_section, reason)
+            missing_op = ""
+            if reason is not None and reason.fixed and action != "kept":
+                missing_op = reason.quote
+                why = f"{why} (its comment says MPS lacks the op: {reason.quote!r})"
+            changes.append(TestListChange(action, entry.key, table.name, entry.location, why, missing_op))
             if action == "removed-entry":
                 remove_flags[i] = True
             elif action == "removed-dtypes":

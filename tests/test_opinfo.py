@@ -16,12 +16,31 @@ from mpsgen.opinfo import evaluate_dtypes, find_opinfos, plan_opinfo_edits
 from mpsgen.opinfo import tested_dtypes as dtypes_tested
 
 CMI = "torch/testing/_internal/common_methods_invocations.py"
-FIXTURE = (Path(__file__).resolve().parent.parent / "fixtures" / "pytorch" / CMI).read_text()
+FIXTURE_ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
+FIXTURE = (FIXTURE_ROOT / CMI).read_text()
+
+
+def reasons_for(op):
+    """The rule new-op/migrate apply to `op` of the miniature (every shared line names MPS after the
+    change); None for OpInfo names that are no yaml op of the miniature."""
+    from mpsgen.checkout import Checkout, Workspace
+    from mpsgen.facts import Views, read_op
+    from mpsgen.rules import missing_op_rule
+
+    views = Views(Workspace(Checkout(FIXTURE_ROOT)))
+    if not views.native_functions.op_entries(op):
+        return None
+    return missing_op_rule(read_op(views, op), after_change=True)
 
 
 def edit(op, groups, text=FIXTURE):
     refs = find_opinfos(text, CMI, op)
-    return refs, *plan_opinfo_edits(text, CMI, refs, torch_dtypes_for(groups))
+    tested = {r.name: dtypes_tested(r) for r in refs if r.kind != "python-ref"}
+
+    def tested_of(ref):
+        return tested.get(ref.torch_opinfo_name) if ref.kind == "python-ref" else dtypes_tested(ref)
+
+    return refs, *plan_opinfo_edits(text, CMI, refs, torch_dtypes_for(groups), reasons=reasons_for(op), tested=tested_of)
 
 
 GOLDEN_CASES = {
@@ -45,7 +64,7 @@ def test_golden_diff(case, golden_testlists):
     report = "".join(f"# {c}\n" for c in changes)
     golden_testlists.check(case, report + golden_testlists.unified(CMI, FIXTURE, after))
     compile(after, CMI, "exec")
-    again = plan_opinfo_edits(after, CMI, find_opinfos(after, CMI, op), torch_dtypes_for(groups))[0]
+    again = edit(op, groups, after)[1]
     assert again == after, "a second run must change nothing"
 
 
@@ -109,7 +128,12 @@ def test_tolerance_overrides_and_other_devices_stay():
 def test_partial_dtype_coverage_keeps_the_decorator():
     _, after, changes = edit("copysign", ("float",))
     assert after == FIXTURE
-    assert [c.action for c in changes] == ["kept"]
+    assert [c.action for c in changes] == ["kept", "kept", "kept"]
+    assert "the kernel does not register bool, int8, uint8" in changes[0].detail
+    assert "its reason is other behaviour, not a missing operator" in changes[1].detail
+    # the reason is that MPS lacks copysign_: fixed by the kernel only for the dtypes it registers
+    assert "but the kernel does not register bool, int16, int32, int64, int8, uint8" in changes[2].detail
+    assert "narrow it with dtypes=" in changes[2].detail and not changes[2].missing_op
 
 
 def test_dtype_evaluation():

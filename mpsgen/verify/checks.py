@@ -214,6 +214,16 @@ _TEST_LIST_FINDINGS = {
 }
 
 
+# An expectation whose stated reason is that MPS lacks the op, left for an op that has its kernel.
+_OPINFO_ARGUMENTS = frozenset({"skips", "decorators"})
+_MISSING_OP_FINDING = {
+    True: ("OpInfo {key!r} expects MPS to lack the op; it no longer does: {detail}",
+           "remove the DecorateInfo and its reason comment: an unexpected success fails CI"),
+    False: ("{dict}[{key!r}] expects MPS to lack the op; it no longer does: {detail}",
+            "remove the dtypes the kernel registers: an unexpected success fails CI"),
+}
+
+
 def _check_test_lists(views: Views, f: OpFacts, settings: CheckSettings):
     from mpsgen.rules import plan_test_lists
 
@@ -225,6 +235,8 @@ def _check_test_lists(views: Views, f: OpFacts, settings: CheckSettings):
     for change in plan_test_lists(views, f, f.registered_dtypes).changes:
         if change.action in _TEST_LIST_FINDINGS:
             message, hint = _TEST_LIST_FINDINGS[change.action]
+            if change.missing_op:
+                message, hint = _MISSING_OP_FINDING[change.dict_name in _OPINFO_ARGUMENTS]
             fields = {"dict": change.dict_name, "key": change.key, "detail": change.detail}
             out.append(Finding("test-lists", f.op, change.location, message.format(**fields), hint.format(**fields)))
     return out
