@@ -330,7 +330,7 @@ class Views:
     def __init__(self, ws: Workspace, *, disk_cache: bool = False):
         self.ws = ws
         self.checkout = ws.checkout
-        # the OpInfo index may be kept in <checkout>/.mpsgen/cache/ (commands that write only)
+        # the OpInfo index may be kept in the user cache directory (mpsgen.cache; new-op and migrate)
         self.disk_cache = disk_cache
         self._cache: dict[tuple[str, str], tuple[str, Any]] = {}
         self._fixed: dict[str, Any] = {}

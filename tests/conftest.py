@@ -19,6 +19,19 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_index_cache(tmp_path_factory: pytest.TempPathFactory):
+    """mpsgen's index cache (mpsgen.cache) in a directory of this session, never the user's; set in
+    the environment so the CLI run as a subprocess uses it too."""
+    previous = os.environ.get("MPSGEN_CACHE_DIR")
+    os.environ["MPSGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("mpsgen-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("MPSGEN_CACHE_DIR", None)
+    else:
+        os.environ["MPSGEN_CACHE_DIR"] = previous
 FIXTURE_CHECKOUT = ROOT / "fixtures" / "pytorch"
 TORCH_VERSION = "2.13.0"
 

@@ -46,13 +46,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def every_file(root: Path) -> dict[str, bytes]:
-    """Every file under root, mpsgen's own files included, except its index cache
-    (`.mpsgen/cache/`: a deliberate, git-ignored artifact that is safe to delete)."""
-    return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.relative_to(root).parts[:2] != (".mpsgen", "cache")
-    }
+    """Every file under root, mpsgen's own files included (its index cache lives outside the checkout)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def run_cli(args: list[str], cwd: Path | None = None):
