@@ -12,14 +12,14 @@ from mpsgen.metalhost.check import compile_metal_file
 from mpsgen.metalhost.compiler import find_compiler, parse_diagnostics
 from mpsgen.metalhost.rewrite import double_literals, rewrite_metal
 from mpsgen.model import Location
-from support import copy_checkout, run_cli
+from support import copy_checkout, needs, run_cli
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
 KERNELS = "aten/src/ATen/native/mps/kernels"
 BINARY = f"{KERNELS}/BinaryKernel.metal"
 FIXTURE_KERNELS = sorted(p.name for p in (FIXTURE / KERNELS).glob("*.metal"))
 
-needs_compiler = pytest.mark.skipif(find_compiler()[0] is None, reason="no C++ compiler (g++/clang++) on PATH")
+needs_compiler = needs(None if find_compiler()[0] is not None else "no C++ compiler (g++/clang++) on PATH")
 
 
 # ---- rewrites (no compiler needed) -------------------------------------------------------------

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from support import FIXTURE_CHECKOUT, copy_checkout, run_cli, snapshot
+from support import FIXTURE_CHECKOUT, copy_checkout, missing, run_cli, snapshot
 
 from mpsgen.model import Location
 from mpsgen.render.github import github_lines
@@ -307,7 +307,7 @@ def test_completion_through_the_shell_protocol(real_torch_files):
 
     exe = shutil.which("mpsgen", path=os.path.dirname(sys.executable))
     if exe is None:
-        pytest.skip("the mpsgen console script is not installed next to this Python")
+        missing("the mpsgen console script is not installed next to this Python")
     env = dict(os.environ, _MPSGEN_COMPLETE="bash_complete", COMP_WORDS=f"mpsgen -C {real_torch_files} migrate _amp_f",
                COMP_CWORD="4")
     run = subprocess.run([exe], env=env, capture_output=True, text=True, check=True)

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from mpsgen.metalhost.compiler import find_compiler
-from support import FIXTURE_CHECKOUT, every_file, run_cli
+from support import FIXTURE_CHECKOUT, every_file, missing, run_cli
 
 READ_ONLY = [
     ["new-op", "hypot", "--dry-run"],
@@ -46,7 +46,7 @@ def git_copy(tmp_path):
 @pytest.mark.parametrize("argv", READ_ONLY, ids=lambda argv: " ".join(argv))
 def test_a_read_only_command_leaves_the_checkout_byte_identical(git_copy, tmp_path, monkeypatch, argv):
     if argv[0] == "try" and find_compiler()[0] is None:
-        pytest.skip("no C++ compiler (g++/clang++) on PATH")
+        missing("no C++ compiler (g++/clang++) on PATH")
     monkeypatch.delenv("MPSGEN_NO_CACHE", raising=False)
     monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "user-cache"))
     before = every_file(git_copy)
