@@ -11,6 +11,8 @@ import sys
 import click
 
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+INTERRUPTED = "interrupted; nothing was written"
 
 
 class _State:
@@ -24,9 +26,9 @@ class _State:
         return Checkout.find(self.checkout_dir)
 
 
-def run_guarded(state: _State, func):
+def run_guarded(state: _State, func, as_json: bool = False):
     """Run `func`; user errors become one line on stderr and their exit code, never a traceback
-    (unless --debug)."""
+    (unless --debug). With `as_json` the error is also one JSON document on stdout."""
     from mpsgen.errors import MpsgenError
 
     try:
@@ -34,16 +36,63 @@ def run_guarded(state: _State, func):
     except MpsgenError as exc:
         if state.debug:
             raise
+        _error_json(as_json, exc.message, str(exc.location) if exc.location else None, exc.hint)
         click.echo(f"mpsgen: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        click.echo("mpsgen: interrupted; nothing was written", err=True)
-        sys.exit(130)
+        _error_json(as_json, INTERRUPTED, None, None)
+        click.echo(f"mpsgen: {INTERRUPTED}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # a bug: say so in one line, the traceback is behind --debug
         if state.debug:
             raise
+        _error_json(as_json, f"internal error: {type(exc).__name__}: {exc}", None, "run with --debug for the traceback")
         click.echo(f"mpsgen: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
         sys.exit(EXIT_INTERNAL)
+
+
+def _error_json(as_json: bool, message: str, location: str | None, hint: str | None) -> None:
+    if as_json:
+        click.echo(json.dumps({"error": message, "location": location, "hint": hint}, indent=2))
+
+
+class _Interrupted(Exception):
+    """Ctrl-C outside a command's guarded run, carried past click's own handling (which would print
+    a blank line and "Aborted!")."""
+
+
+class _Main(click.Group):
+    """The command group, whose errors outside a command's own run (bad usage, Ctrl-C while click
+    parses) are one line too: usage errors exit 2 (with `--json` also as a JSON document on stdout),
+    Ctrl-C exits 130."""
+
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            result = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.ClickException as exc:
+            _error_json("--json" in argv, exc.format_message(), None, None)
+            exc.show()
+            sys.exit(exc.exit_code)
+        except (_Interrupted, click.exceptions.Abort, KeyboardInterrupt, EOFError):
+            _error_json("--json" in argv, INTERRUPTED, None, None)
+            click.echo(f"mpsgen: {INTERRUPTED}", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(result if isinstance(result, int) else 0)
 
 
 FORMAT_HELP = ("How to show the report: rich tables and colour on a terminal, plain lines elsewhere (auto), "
@@ -66,7 +115,7 @@ def _complete_ops(ctx, param, incomplete):
     return complete_ops(ctx, param, incomplete)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_examples(
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_examples(
     "mpsgen migrate atan2 --dry-run",
     "mpsgen -C ~/pytorch verify --changed --static-only",
     "mpsgen scan --candidates",
@@ -143,7 +192,7 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
             plan = plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
             return _finish(plan, "new-op", dry_run, as_json, fmt, require_clean)
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
 
 
 @main.command("migrate", epilog=_examples(
@@ -171,7 +220,7 @@ def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, d
             plan = plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
             return _finish(plan, "migrate", dry_run, as_json, fmt, require_clean)
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
 
 
 @contextlib.contextmanager
@@ -337,7 +386,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
             render_verify(report)
         return report.exit_code
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
 
 
 @main.command("try", epilog=_examples(
@@ -345,7 +394,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
     "mpsgen try asinh --reference catalog --seed 7",
     "mpsgen try atan2 --json > try.json",
 ))
-@click.argument("op")
+@click.argument("op", shell_complete=_complete_ops)
 @click.option("--backend", type=click.Choice(["auto", "host", "mps"]), default="auto", show_default=True,
               help="Where the functor runs: MPS through torch.mps.compile_shader, or the host C++ compiler with mpsgen's Metal prelude (auto: MPS when available).")
 @click.option("--reference", type=click.Choice(["auto", "torch", "catalog"]), default="auto", show_default=True,
@@ -379,7 +428,7 @@ def try_(state, op, backend, reference, seed, samples, as_json, fmt):
             click.echo("\n".join(try_lines(report)))
         return report.exit_code
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
 
 
 @main.command("scan", epilog=_examples(
@@ -424,7 +473,7 @@ def scan(state, candidates, as_json, markdown, fmt):
                 click.echo("\n".join(scan_lines(report, candidates=candidates)))
         return 0
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
 
 
 def _with_progress(func, quiet):

@@ -592,7 +592,10 @@ def unknown_op(nf: NativeFunctions, op: str) -> MpsgenError:
 
     close = difflib.get_close_matches(op, nf.op_names, n=3, cutoff=0.6)
     hint = f"did you mean: {', '.join(close)}?" if close else "give the operator's base name, e.g. atan2"
-    return MpsgenError(f"no operator named {op!r} in native_functions.yaml", location=Location(NATIVE_FUNCTIONS, 1), hint=hint)
+    # where the closest name is (no place at all when nothing is close: line 1 would point nowhere)
+    entries = nf.op_entries(close[0]) if close else ()
+    location = entries[0].location if entries else None
+    return MpsgenError(f"no operator named {op!r} in native_functions.yaml", location=location, hint=hint)
 
 
 def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], override: str | None = None):

@@ -278,7 +278,7 @@ def completions(args: list[str], incomplete: str) -> list[str]:
     return [item.value for item in ShellComplete(main, {}, "mpsgen", "_MPSGEN_COMPLETE").get_completions(args, incomplete)]
 
 
-@pytest.mark.parametrize("command", ["new-op", "migrate", "verify"])
+@pytest.mark.parametrize("command", ["new-op", "migrate", "verify", "try"])
 def test_op_arguments_complete_from_the_checkouts_yaml(command):
     assert completions(["-C", str(FIXTURE_CHECKOUT), command], "logadd") == ["logaddexp", "logaddexp2"]
 
