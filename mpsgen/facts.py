@@ -335,6 +335,23 @@ class Views:
         self._cache: dict[tuple[str, str], tuple[str, Any]] = {}
         self._fixed: dict[str, Any] = {}
 
+    def lend(self, other: Views) -> None:
+        """Start from what `other` (Views of the same checkout) has already built: a view is used
+        only while this Workspace holds the very text it was built from."""
+        self._cache.update(other._cache)
+        self._fixed.update(other._fixed)
+
+    def keep_unedited(self, other: Views) -> None:
+        """Take over the views `other` built from texts this Workspace holds too (unedited files)."""
+        for (kind, rel), (text, value) in other._cache.items():
+            if (kind, rel) in self._cache or not self.checkout.exists(rel):
+                continue
+            try:
+                if self.ws.read(rel) is text:
+                    self._cache[(kind, rel)] = (text, value)
+            except Exception:  # an unreadable file: nothing to take over
+                continue
+
     def view(self, kind: str, rel: str, build: Callable[[str], Any]) -> Any:
         text = self.ws.read(rel)
         hit = self._cache.get((kind, rel))

@@ -37,6 +37,8 @@ class Options:
     kernel_file: str | None = None
     host_file: str | None = None
     drop_undefined: bool = False
+    # (migrate) files defining the legacy kernels besides operations/*.mm, relative to the checkout
+    legacy_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
