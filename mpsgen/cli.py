@@ -531,8 +531,8 @@ def _print_new_op_list(found, as_json: bool, markdown: bool) -> None:
     rows = [(str(i), c.op, c.tier, c.stub, str(c.location), c.reason) for i, c in enumerate(found, 1)]
     if as_json:
         click.echo(json.dumps({"new_op_candidates": [
-            {"op": c.op, "tier": c.tier, "stub": c.stub, "signature": c.signature, "yaml": str(c.location),
-             "reason": c.reason} for c in found]}, indent=2))
+            {"op": c.op, "tier": c.tier, "stub": c.stub, "signature": c.signature, "arity": c.arity,
+             "yaml": str(c.location), "reason": c.reason} for c in found]}, indent=2))
     elif markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]

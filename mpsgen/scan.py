@@ -169,6 +169,7 @@ class NewOpCandidate:
     signature: str
     location: Location
     reason: str
+    arity: int  # tensor operands of the functor
 
 
 def new_op_candidates(checkout: Checkout) -> tuple[NewOpCandidate, ...]:
@@ -199,12 +200,14 @@ def new_op_candidates(checkout: Checkout) -> tuple[NewOpCandidate, ...]:
         refusal = migrate_refusal(checkout, op, views, _templates(views), mode="new-op")
         functor = functor_name_of_stub(stub.name)
         where = shared[0].line.location
+        arity = len(shared[0].entry.tensor_inputs)
         entry = lookup(functor, catalog) or lookup(op, catalog)
         if refusal is None and entry is not None:
             found.append(NewOpCandidate(op, "ready", stub.name, stub.signature, where,
-                                        f"catalog body ({', '.join(entry.supports)})"))
+                                        f"catalog body ({', '.join(entry.supports)})", arity))
         elif refusal is None or "--expr" in str(refusal):
-            found.append(NewOpCandidate(op, "expr", stub.name, stub.signature, where, "no catalog body: pass --expr"))
+            found.append(NewOpCandidate(op, "expr", stub.name, stub.signature, where, "no catalog body: pass --expr",
+                                        arity))
     return tuple(sorted(found, key=lambda c: (TIERS.index(c.tier), c.op)))
 
 

@@ -106,3 +106,18 @@ def test_ctrl_c_at_any_moment_exits_130_with_one_line(tmp_path):
         assert proc.returncode == 130, (delay, proc.returncode, err)
         assert err == f"mpsgen: {INTERRUPTED}\n", (delay, err)
     assert 130 in seen
+
+
+@pytest.mark.parametrize(("op", "command"), [("hypot", "new-op"), ("atan2", "migrate"), ("relu", None), ("polygamma", None)])
+def test_try_suggests_only_a_command_that_would_complete(tmp_path, op, command):
+    root = copy_checkout(tmp_path)
+    line = one_line(run_cli(["-C", str(root), "try", op]), 2)
+    assert f"{op} has no native Metal kernel to run in this checkout" in line
+    if command is None:
+        assert "mpsgen cannot give it one as it stands: " in line and "`mpsgen" not in line
+        for refused in ("new-op", "migrate"):
+            assert run_cli(["-C", str(root), refused, op, "--dry-run"]).exit_code == 2
+        return
+    assert line.endswith(f"(give it one with `mpsgen {command} {op}`)")
+    assert run_cli(["-C", str(root), command, op]).exit_code == 0
+    assert run_cli(["-C", str(root), "verify", op, "--static-only"]).exit_code == 0
