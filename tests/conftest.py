@@ -32,7 +32,7 @@ def pytest_runtest_makereport(item, call):
 
     if report.skipped and ci() and isinstance(report.longrepr, tuple) and MISSING in str(report.longrepr[2]):
         report.outcome = "failed"
-        report.longrepr = f"CI=true and a test would skip: {report.longrepr[2]}"
+        report.longrepr = f"CI=true and a test would skip: {str(report.longrepr[2]).removeprefix('Skipped: ')}"
 
 
 @pytest.fixture(scope="session", autouse=True)
