@@ -56,6 +56,11 @@ def test_a_legacy_kernel_outside_the_host_files_is_not_ready_and_legacy_file_tak
     assert "pass the file defining it with --legacy-file PATH" in asinh["reason"]
     assert "asinh" not in [c["op"] for c in candidates(scan_json(root, "--tier", "ready"))]
 
+    pointed = run_cli(["-C", str(root), "new-op", "asinh"])  # points at migrate only when migrate would do
+    assert pointed.exit_code == 2
+    assert "(`mpsgen migrate asinh` would refuse it too: legacy MPS kernel asinh_out_mps of asinh" in pointed.stderr
+    assert "use `mpsgen migrate" not in run_cli(["-C", str(root), "new-op", "asinh"]).stderr
+    assert "use `mpsgen migrate acosh` to move it" in run_cli(["-C", str(root), "new-op", "acosh"]).stderr
     refused = run_cli(["-C", str(root), "migrate", "asinh"])
     assert refused.exit_code == 2 and "--legacy-file PATH" in refused.stderr
     done = run_cli(["-C", str(root), "migrate", "asinh", "--legacy-file", ELSEWHERE])
