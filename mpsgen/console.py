@@ -6,6 +6,12 @@ import sys
 
 def main() -> None:
     try:
+        import signal
+
+        from mpsgen import _interrupted_while_starting
+
+        if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on: KeyboardInterrupt
         from mpsgen.cli import main as cli
 
         cli()

@@ -17,6 +17,7 @@ from mpsgen.cli import INTERRUPTED
 from support import FIXTURE_CHECKOUT, copy_checkout, missing, run_cli
 
 NF = "aten/src/ATen/native/native_functions.yaml"
+MPSGEN_DIR = os.path.dirname(os.path.abspath(__import__("mpsgen").__file__))
 
 
 def one_line(result, code: int) -> str:
@@ -97,7 +98,9 @@ def test_ctrl_c_at_any_moment_exits_130_with_one_line(tmp_path):
         _, err = proc.communicate(timeout=120)
         seen.add(proc.returncode)
         if proc.returncode == -signal.SIGINT:
-            assert err == ""  # before Python's own handler exists
+            # before any code of mpsgen runs: Python's default action, or a KeyboardInterrupt while
+            # the generated console script still looks the package up (no frame in mpsgen's files)
+            assert MPSGEN_DIR not in err, (delay, err)
             continue
         if proc.returncode == 1 and "init_import_site" in err:
             continue  # Python itself still starting (its site module), before any code of mpsgen runs

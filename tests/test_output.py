@@ -258,7 +258,8 @@ EXAMPLES = {
                 'mpsgen migrate remainder --expr "a - b * floor(a / b)"'],
     "verify": ["mpsgen verify atan2 hypot --static-only", "mpsgen verify --changed --base origin/main --format github",
                "mpsgen verify --all-native --static-only --json > verify.json"],
-    "scan": ["mpsgen scan --candidates", "mpsgen scan --json > mps.json", "mpsgen scan --candidates --markdown"],
+    "scan": ["mpsgen scan --candidates", "mpsgen scan --candidates --tier ready,expr", "mpsgen scan --new-op",
+             "mpsgen scan --json > mps.json", "mpsgen scan --candidates --markdown"],
 }
 
 
@@ -267,7 +268,8 @@ def test_help_ends_with_examples_one_per_line(command):
     result = run_cli([command, "--help"] if command else ["--help"])
     assert result.exit_code == 0
     lines = result.stdout.rstrip("\n").splitlines()
-    assert lines[-4:] == ["  Examples:"] + [f"    {example}" for example in EXAMPLES[command]]
+    count = len(EXAMPLES[command])
+    assert lines[-count - 1:] == ["  Examples:"] + [f"    {example}" for example in EXAMPLES[command]]
 
 
 def completions(args: list[str], incomplete: str) -> list[str]:
