@@ -1,3 +1,3 @@
-from mpsgen.cli import main
+from mpsgen.console import main
 
 main()

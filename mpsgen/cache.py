@@ -1,11 +1,17 @@
-"""Per-file indexes kept under `<checkout>/.mpsgen/cache/`: safe to delete, never stale.
+"""Per-file indexes kept in the user's cache directory, outside the checkout: safe to delete, never
+stale, never required.
 
 An index is JSON data computed from one file's text (e.g. where every OpInfo call starts in
-common_methods_invocations.py). It is stored with the file's size, mtime and the SHA-256 of the text
-it was computed from, and used only when the text at hand hashes to that SHA-256: the hash is the
-key, size and mtime only say which version was seen. A missing, corrupt, foreign-version or
+common_methods_invocations.py). It is stored under `<cache dir>/index/<checkout key>/`, the checkout
+key being a hash of the checkout's resolved path, with the file's size, mtime and the SHA-256 of the
+text it was computed from, and used only when the text at hand hashes to that SHA-256: the hash is
+the key, size and mtime only say which version was seen. A missing, corrupt, foreign-version or
 mismatching cache file is ignored and rebuilt; writes go to a temporary file renamed into place, and
-a checkout that cannot be written to simply runs without the cache. `MPSGEN_NO_CACHE=1` turns it off.
+a cache directory that cannot be written to simply means running without the cache. Nothing is ever
+written inside the checkout.
+
+The cache directory is `$MPSGEN_CACHE_DIR` when set, else `$XDG_CACHE_HOME/mpsgen`, else
+`~/Library/Caches/mpsgen` on macOS and `~/.cache/mpsgen` elsewhere. `MPSGEN_NO_CACHE=1` turns it off.
 """
 
 from __future__ import annotations
@@ -13,12 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-CACHE_DIR = ".mpsgen/cache"
 FORMAT = 2  # 2: OpInfo calls on commented-out lines are not indexed
 
 
@@ -26,8 +32,31 @@ def cache_enabled() -> bool:
     return os.environ.get("MPSGEN_NO_CACHE", "") in ("", "0")
 
 
+def cache_dir() -> Path:
+    """The user cache directory mpsgen keeps its indexes in (see the module's doc)."""
+    explicit = os.environ.get("MPSGEN_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "mpsgen"
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "mpsgen"
+    return home / ".cache" / "mpsgen"
+
+
+def checkout_key(root: Path) -> str:
+    """A short name for a checkout, from its resolved path (two checkouts never share index files)."""
+    try:
+        resolved = str(Path(root).resolve())
+    except OSError:
+        resolved = str(Path(root).absolute())
+    return hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+
+
 def cache_file(root: Path, kind: str, rel: str) -> Path:
-    return root / CACHE_DIR / f"{kind}--{rel.replace('/', '__')}.json"
+    return cache_dir() / "index" / checkout_key(root) / f"{kind}--{rel.replace('/', '__')}.json"
 
 
 def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Callable[[], Any]) -> Any:
@@ -36,7 +65,10 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
     if root is None or not cache_enabled():
         return build()
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    path = cache_file(root, kind, rel)
+    try:
+        path = cache_file(root, kind, rel)
+    except (OSError, RuntimeError):  # no home directory to find the cache in
+        return build()
     stored = _load(path)
     if stored is not None and stored.get("format") == FORMAT and stored.get("kind") == kind \
             and stored.get("path") == rel and stored.get("sha256") == digest and "data" in stored:
@@ -47,8 +79,8 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
         size, mtime_ns = stat.st_size, stat.st_mtime_ns
     except OSError:
         size, mtime_ns = None, None
-    _store(path, {"format": FORMAT, "kind": kind, "path": rel, "size": size, "mtime_ns": mtime_ns,
-                  "sha256": digest, "data": data})
+    _store(path, {"format": FORMAT, "kind": kind, "path": rel, "root": str(root), "size": size,
+                  "mtime_ns": mtime_ns, "sha256": digest, "data": data})
     return data
 
 
@@ -64,9 +96,6 @@ def _load(path: Path) -> dict | None:
 def _store(path: Path, stored: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        ignore = path.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# mpsgen's index cache: safe to delete\n*\n", encoding="utf-8")
         fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -76,4 +105,4 @@ def _store(path: Path, stored: dict) -> None:
             os.unlink(tmp)
             raise
     except OSError:
-        pass  # a read-only checkout runs without the cache
+        pass  # an unwritable cache directory: run without the cache

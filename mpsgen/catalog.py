@@ -76,13 +76,25 @@ class CatalogEntry:
         return f"{TEMPLATE_SUBDIR}/{self.template}"
 
 
+_LOADED: dict[tuple[Path, str], dict[str, CatalogEntry]] = {}
+
+
 def load_catalog(path: Path | None = None) -> dict[str, CatalogEntry]:
-    """Read and validate the catalog; errors name the op's table as `path:line`."""
+    """Read and validate the catalog; errors name the op's table as `path:line`. Parsed once per
+    text (the result is shared: do not change it)."""
     path = path or CATALOG_PATH
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise MpsgenError(f"cannot read the functor catalog {path}: {exc.strerror}", hint="reinstall mpsgen") from None
+    key = (path, text)
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = _parse_catalog(path, text)
+    return _LOADED[key]
+
+
+def _parse_catalog(path: Path, text: str) -> dict[str, CatalogEntry]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

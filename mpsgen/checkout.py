@@ -30,17 +30,19 @@ class Checkout:
 
     @classmethod
     def find(cls, explicit: str | os.PathLike | None = None, start: Path | None = None) -> Checkout:
-        """With -C PATH, PATH must be a checkout; otherwise search upward from `start` (the CWD)."""
+        """The checkout at or above `explicit` (-C PATH: any directory inside a checkout, as `git -C`
+        takes), else at or above `start` (the CWD)."""
         if explicit is not None:
             root = Path(explicit).resolve()
             if not root.is_dir():
                 raise MpsgenError(f"{explicit}: no such directory", hint="pass a PyTorch checkout to -C")
-            if not (root / NATIVE_FUNCTIONS).is_file():
-                raise MpsgenError(
-                    f"{explicit} is not a PyTorch checkout: {NATIVE_FUNCTIONS} is missing",
-                    hint="pass the checkout's top directory to -C",
-                )
-            return cls(root)
+            for candidate in (root, *root.parents):
+                if (candidate / NATIVE_FUNCTIONS).is_file():
+                    return cls(candidate)
+            raise MpsgenError(
+                f"{explicit} is not inside a PyTorch checkout: no {NATIVE_FUNCTIONS} in it or above",
+                hint="pass a directory of the checkout to -C",
+            )
         here = (start or Path.cwd()).resolve()
         for candidate in (here, *here.parents):
             if (candidate / NATIVE_FUNCTIONS).is_file():

@@ -11,6 +11,8 @@ import sys
 import click
 
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+INTERRUPTED = "interrupted; nothing was written"
 
 
 class _State:
@@ -24,9 +26,9 @@ class _State:
         return Checkout.find(self.checkout_dir)
 
 
-def run_guarded(state: _State, func):
+def run_guarded(state: _State, func, as_json: bool = False):
     """Run `func`; user errors become one line on stderr and their exit code, never a traceback
-    (unless --debug)."""
+    (unless --debug). With `as_json` the error is also one JSON document on stdout."""
     from mpsgen.errors import MpsgenError
 
     try:
@@ -34,16 +36,63 @@ def run_guarded(state: _State, func):
     except MpsgenError as exc:
         if state.debug:
             raise
+        _error_json(as_json, exc.message, str(exc.location) if exc.location else None, exc.hint)
         click.echo(f"mpsgen: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        click.echo("mpsgen: interrupted; nothing was written", err=True)
-        sys.exit(130)
+        _error_json(as_json, INTERRUPTED, None, None)
+        click.echo(f"mpsgen: {INTERRUPTED}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # a bug: say so in one line, the traceback is behind --debug
         if state.debug:
             raise
+        _error_json(as_json, f"internal error: {type(exc).__name__}: {exc}", None, "run with --debug for the traceback")
         click.echo(f"mpsgen: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
         sys.exit(EXIT_INTERNAL)
+
+
+def _error_json(as_json: bool, message: str, location: str | None, hint: str | None) -> None:
+    if as_json:
+        click.echo(json.dumps({"error": message, "location": location, "hint": hint}, indent=2))
+
+
+class _Interrupted(Exception):
+    """Ctrl-C outside a command's guarded run, carried past click's own handling (which would print
+    a blank line and "Aborted!")."""
+
+
+class _Main(click.Group):
+    """The command group, whose errors outside a command's own run (bad usage, Ctrl-C while click
+    parses) are one line too: usage errors exit 2 (with `--json` also as a JSON document on stdout),
+    Ctrl-C exits 130."""
+
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            result = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.ClickException as exc:
+            _error_json("--json" in argv, exc.format_message(), None, None)
+            exc.show()
+            sys.exit(exc.exit_code)
+        except (_Interrupted, click.exceptions.Abort, KeyboardInterrupt, EOFError):
+            _error_json("--json" in argv, INTERRUPTED, None, None)
+            click.echo(f"mpsgen: {INTERRUPTED}", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(result if isinstance(result, int) else 0)
 
 
 FORMAT_HELP = ("How to show the report: rich tables and colour on a terminal, plain lines elsewhere (auto), "
@@ -66,7 +115,7 @@ def _complete_ops(ctx, param, incomplete):
     return complete_ops(ctx, param, incomplete)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_examples(
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_examples(
     "mpsgen migrate atan2 --dry-run",
     "mpsgen -C ~/pytorch verify --changed --static-only",
     "mpsgen scan --candidates",
@@ -107,7 +156,7 @@ def _kernel_options(func):
     return func
 
 
-def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined=False):
+def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined=False, legacy_files=()):
     from mpsgen.dtypes import parse_groups
     from mpsgen.resolve import Options
 
@@ -119,6 +168,7 @@ def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefin
         kernel_file=kernel_file,
         host_file=host_file,
         drop_undefined=drop_undefined,
+        legacy_files=tuple(legacy_files),
     )
 
 
@@ -143,7 +193,7 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
             plan = plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
             return _finish(plan, "new-op", dry_run, as_json, fmt, require_clean)
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
 
 
 @main.command("migrate", epilog=_examples(
@@ -153,9 +203,11 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
 ))
 @click.argument("ops", nargs=-1, required=True, shell_complete=_complete_ops)
 @_kernel_options
+@click.option("--legacy-file", "legacy_files", multiple=True, metavar="PATH",
+              help="A file defining the legacy MPS kernels, besides mps/operations/*.mm (relative to the checkout, or absolute inside it). Repeatable.")
 @click.pass_obj
 def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json, fmt,
-            require_clean):
+            require_clean, legacy_files):
     """Move OPS from MPSGraph onto native Metal kernels (several ops: one transaction)."""
 
     def run():
@@ -168,10 +220,33 @@ def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, d
         _one_format(as_json, fmt)
         checkout = state.checkout()
         with _writing(checkout, dry_run):
-            plan = plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
+            legacy = _legacy_files(checkout, legacy_files)
+            plan = plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file,
+                                                               drop_undefined, legacy))
             return _finish(plan, "migrate", dry_run, as_json, fmt, require_clean)
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
+
+
+def _legacy_files(checkout, paths) -> tuple[str, ...]:
+    """`--legacy-file` paths as checkout-relative POSIX paths of existing files inside the checkout."""
+    from pathlib import Path
+
+    from mpsgen.errors import MpsgenError
+
+    out = []
+    for given in paths:
+        path = Path(given)
+        path = (path if path.is_absolute() else checkout.root / path).resolve()
+        try:
+            rel = path.relative_to(checkout.root).as_posix()
+        except ValueError:
+            raise MpsgenError(f"--legacy-file {given}: not inside the checkout {checkout.root}",
+                              hint="name a file of the checkout") from None
+        if not path.is_file():
+            raise MpsgenError(f"--legacy-file {given}: file not found", hint="name the file defining the legacy kernel")
+        out.append(rel)
+    return tuple(out)
 
 
 @contextlib.contextmanager
@@ -337,7 +412,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
             render_verify(report)
         return report.exit_code
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
 
 
 @main.command("try", epilog=_examples(
@@ -345,7 +420,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
     "mpsgen try asinh --reference catalog --seed 7",
     "mpsgen try atan2 --json > try.json",
 ))
-@click.argument("op")
+@click.argument("op", shell_complete=_complete_ops)
 @click.option("--backend", type=click.Choice(["auto", "host", "mps"]), default="auto", show_default=True,
               help="Where the functor runs: MPS through torch.mps.compile_shader, or the host C++ compiler with mpsgen's Metal prelude (auto: MPS when available).")
 @click.option("--reference", type=click.Choice(["auto", "torch", "catalog"]), default="auto", show_default=True,
@@ -379,30 +454,54 @@ def try_(state, op, backend, reference, seed, samples, as_json, fmt):
             click.echo("\n".join(try_lines(report)))
         return report.exit_code
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
 
 
 @main.command("scan", epilog=_examples(
     "mpsgen scan --candidates",
+    "mpsgen scan --candidates --tier ready,expr",
+    "mpsgen scan --new-op",
     "mpsgen scan --json > mps.json",
     "mpsgen scan --candidates --markdown",
 ))
 @click.option("--candidates", is_flag=True, help="List the ops `migrate` can take, easiest first, with the reason.")
+@click.option("--tier", "tiers", default=None, metavar="TIERS",
+              help="Only these candidate tiers, comma-separated: ready (migrate OP completes), expr (needs --expr), port (needs a hand-written port). Implies --candidates.")
+@click.option("--new-op", "new_op_list", is_flag=True,
+              help="List the ops `new-op` can take instead (a shared stub, no MPS kernel), easiest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document: one record per op, candidates, totals.")
 @click.option("--markdown", is_flag=True, help="Print GitHub Markdown tables (to paste into an issue).")
 @_format_option("rich", "plain")
 @click.pass_obj
-def scan(state, candidates, as_json, markdown, fmt):
+def scan(state, candidates, tiers, new_op_list, as_json, markdown, fmt):
     """Report every operator's MPS backing (native Metal, MPSGraph, other, composite, none) and what to migrate next."""
 
     def run():
+        import dataclasses
+
         from mpsgen.errors import MpsgenError
-        from mpsgen.scan import scan_checkout
+        from mpsgen.scan import TIERS, new_op_candidates, scan_checkout
 
         if as_json and markdown:
             raise MpsgenError("--json and --markdown are two output formats", hint="pick one")
         _one_format(as_json, fmt, "markdown" if markdown else None)
-        report = scan_checkout(state.checkout())
+        chosen = TIERS
+        if tiers is not None:
+            chosen = tuple(t.strip() for t in tiers.split(",") if t.strip())
+            unknown = [t for t in chosen if t not in TIERS]
+            if unknown or not chosen:
+                raise MpsgenError(f"--tier {tiers}: unknown tier {', '.join(unknown) or '(none given)'}",
+                                  hint=f"tiers are {', '.join(TIERS)}")
+            if new_op_list and "port" in chosen:
+                raise MpsgenError("--new-op lists no port tier", hint="use --tier ready,expr with --new-op")
+        if new_op_list:
+            if candidates:
+                raise MpsgenError("--new-op and --candidates are two lists", hint="pick one")
+            found = [c for c in new_op_candidates(state.checkout()) if c.tier in chosen]
+            _print_new_op_list(found, as_json, markdown)
+            return 0
+        show = candidates or tiers is not None
+        report = dataclasses.replace(scan_checkout(state.checkout()), tiers=chosen)
         if as_json:
             from mpsgen.render.scan_json import report_to_json
 
@@ -410,21 +509,40 @@ def scan(state, candidates, as_json, markdown, fmt):
         elif markdown:
             from mpsgen.render.scan_markdown import render_markdown
 
-            click.echo(render_markdown(report, candidates=candidates), nl=False)
+            click.echo(render_markdown(report, candidates=show), nl=False)
         else:
             from mpsgen.render.mode import RICH, resolve
 
             if resolve(fmt, sys.stdout) == RICH:
                 from mpsgen.render.scan_table import render_scan
 
-                render_scan(report, candidates)
+                render_scan(report, show)
             else:
                 from mpsgen.render.scan_text import scan_lines
 
-                click.echo("\n".join(scan_lines(report, candidates=candidates)))
+                click.echo("\n".join(scan_lines(report, candidates=show)))
         return 0
 
-    sys.exit(run_guarded(state, run))
+    sys.exit(run_guarded(state, run, as_json))
+
+
+def _print_new_op_list(found, as_json: bool, markdown: bool) -> None:
+    header = ("#", "op", "tier", "stub", "yaml", "reason")
+    rows = [(str(i), c.op, c.tier, c.stub, str(c.location), c.reason) for i, c in enumerate(found, 1)]
+    if as_json:
+        click.echo(json.dumps({"new_op_candidates": [
+            {"op": c.op, "tier": c.tier, "stub": c.stub, "signature": c.signature, "arity": c.arity,
+             "yaml": str(c.location), "reason": c.reason} for c in found]}, indent=2))
+    elif markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+        click.echo("\n".join(lines))
+    else:
+        from mpsgen.render.text import aligned
+
+        click.echo(f"Candidates for mpsgen new-op, easiest first ({len(found)})")
+        if rows:
+            click.echo("\n".join(aligned(header, rows, right=(0,))))
 
 
 def _with_progress(func, quiet):

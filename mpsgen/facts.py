@@ -331,10 +331,27 @@ class Views:
     def __init__(self, ws: Workspace, *, disk_cache: bool = False):
         self.ws = ws
         self.checkout = ws.checkout
-        # the OpInfo index may be kept in <checkout>/.mpsgen/cache/ (commands that write only)
+        # the OpInfo index may be kept in the user cache directory (mpsgen.cache; new-op and migrate)
         self.disk_cache = disk_cache
         self._cache: dict[tuple[str, str], tuple[str, Any]] = {}
         self._fixed: dict[str, Any] = {}
+
+    def lend(self, other: Views) -> None:
+        """Start from what `other` (Views of the same checkout) has already built: a view is used
+        only while this Workspace holds the very text it was built from."""
+        self._cache.update(other._cache)
+        self._fixed.update(other._fixed)
+
+    def keep_unedited(self, other: Views) -> None:
+        """Take over the views `other` built from texts this Workspace holds too (unedited files)."""
+        for (kind, rel), (text, value) in other._cache.items():
+            if (kind, rel) in self._cache or not self.checkout.exists(rel):
+                continue
+            try:
+                if self.ws.read(rel) is text:
+                    self._cache[(kind, rel)] = (text, value)
+            except Exception:  # an unreadable file: nothing to take over
+                continue
 
     def view(self, kind: str, rel: str, build: Callable[[str], Any]) -> Any:
         text = self.ws.read(rel)
@@ -615,7 +632,10 @@ def unknown_op(nf: NativeFunctions, op: str) -> MpsgenError:
 
     close = difflib.get_close_matches(op, nf.op_names, n=3, cutoff=0.6)
     hint = f"did you mean: {', '.join(close)}?" if close else "give the operator's base name, e.g. atan2"
-    return MpsgenError(f"no operator named {op!r} in native_functions.yaml", location=Location(NATIVE_FUNCTIONS, 1), hint=hint)
+    # where the closest name is (no place at all when nothing is close: line 1 would point nowhere)
+    entries = nf.op_entries(close[0]) if close else ()
+    location = entries[0].location if entries else None
+    return MpsgenError(f"no operator named {op!r} in native_functions.yaml", location=location, hint=hint)
 
 
 def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], override: str | None = None):

@@ -167,7 +167,7 @@ def plan_legacy_removal(
             raise MpsgenError(
                 f"legacy MPS kernel {kernel} of {op} is not defined in any of {len(sources)} files: "
                 + ", ".join(sources),
-                hint="check the `MPS:` line in native_functions.yaml, or pass the file defining it",
+                hint="check the `MPS:` line in native_functions.yaml, or pass the file defining it with --legacy-file PATH",
             )
         for src, d in hits:
             others = [a for a in d.args if "mps" in a.split("_") and a not in kernels]
@@ -489,12 +489,13 @@ def find_dangling_references(files: dict[str, str], names: set[str]) -> list[Loc
     return sorted(set(out))
 
 
-def plan_legacy(views, spec) -> tuple[FileChange, ...]:
-    """(migrate) The host files with `spec`'s MPSGraph implementation removed, and what it leaves
-    unused; refused when code would still refer to what goes."""
+def plan_legacy(views, spec, legacy_files: tuple[str, ...] = ()) -> tuple[FileChange, ...]:
+    """(migrate) The host files (operations/*.mm, plus `legacy_files`: `--legacy-file`) with
+    `spec`'s MPSGraph implementation removed, and what it leaves unused; refused when code would
+    still refer to what goes."""
     from mpsgen.errors import MpsgenError
 
-    files = {rel: views.ws.read(rel) for rel in views.host_files()}
+    files = {rel: views.ws.read(rel) for rel in dict.fromkeys([*views.host_files(), *legacy_files])}
     result = plan_legacy_removal(files, set(spec.legacy_kernels), spec.op, set(spec.header_symbols))
     removed = {r.name for r in result.removals if r.kind != "include"}
     dangling = find_dangling_references({**files, **result.texts}, removed)

@@ -154,7 +154,7 @@ def legacy_step(c: StepContext) -> Iterable[FileChange]:
     from mpsgen.legacy import plan_legacy
 
     if c.spec.legacy:
-        yield from plan_legacy(c.views, c.spec)
+        yield from plan_legacy(c.views, c.spec, c.options.legacy_files)
 
 
 NEW_OP_STEPS: tuple[tuple[str, Step], ...] = (

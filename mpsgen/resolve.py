@@ -37,6 +37,8 @@ class Options:
     kernel_file: str | None = None
     host_file: str | None = None
     drop_undefined: bool = False
+    # (migrate) files defining the legacy kernels besides operations/*.mm, relative to the checkout
+    legacy_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     problem = generation_problem(views, facts.op, facts.shared, facts.legacy, facts.stub, facts.stub_problem,
                                  mode, entries=facts.entries, explicit_stub=options.stub)
     if problem is not None:
-        raise problem
+        raise _checked_pointer(views, op, mode, problem)
     stub = facts.stub
     carrier = facts.shared[0].entry
     arity = len(carrier.tensor_inputs)
@@ -104,6 +106,21 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
         params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file)
         return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params)
     return OpSpec(facts, stub, arity, stub.scalar_count == 1, facts.functor, kernel_file, host_file)
+
+
+def _checked_pointer(views: Views, op: str, mode: str, problem: MpsgenError) -> MpsgenError:
+    """A refusal that points at the other command (`use mpsgen migrate OP`) points at it only when
+    that command would complete (planned in memory); else it says why that one would refuse too."""
+    other = "migrate" if mode == "new-op" else "new-op"
+    if f"`mpsgen {other} " not in (problem.hint or ""):
+        return problem
+    from mpsgen.scan import migrate_refusal
+
+    refusal = migrate_refusal(views.checkout, op, mode=other)
+    if refusal is None:
+        return problem
+    hint = f"`mpsgen {other} {op}` would refuse it too: {refusal.message}" + (f"; {refusal.hint}" if refusal.hint else "")
+    return MpsgenError(problem.message, location=problem.location, hint=hint)
 
 
 def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], legacy: tuple[DispatchSite, ...],

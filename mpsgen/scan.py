@@ -136,6 +136,7 @@ class ScanReport:
     ops: tuple[OpRecord, ...]
     files: tuple[FileTotal, ...]
     notes: tuple[str, ...] = ()
+    tiers: tuple[str, ...] = TIERS  # the candidate tiers listed (`scan --tier`)
 
     def by_backing(self) -> dict[str, int]:
         counts = Counter(r.backing for r in self.ops)
@@ -143,7 +144,7 @@ class ScanReport:
 
     def candidates(self) -> tuple[OpRecord, ...]:
         """Ops `migrate` can take, easiest first."""
-        chosen = [r for r in self.ops if r.candidate is not None]
+        chosen = [r for r in self.ops if r.candidate is not None and r.candidate.tier in self.tiers]
         return tuple(sorted(chosen, key=lambda r: (
             TIERS.index(r.candidate.tier), r.implementation is None, r.legacy_lines, r.graph_sites, r.op)))
 
@@ -155,6 +156,59 @@ class ScanReport:
 # --------------------------------------------------------------------------------------------------
 # The scan
 # --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NewOpCandidate:
+    """An op with CPU/CUDA kernels through a shared stub and no MPS kernel: `new-op` can take it
+    (tier `ready`: `mpsgen new-op OP` completes with the catalog's body; `expr`: it needs --expr)."""
+
+    op: str
+    tier: str
+    stub: str
+    signature: str
+    location: Location
+    reason: str
+    arity: int  # tensor operands of the functor
+
+
+def new_op_candidates(checkout: Checkout) -> tuple[NewOpCandidate, ...]:
+    """Ops `new-op` can take, easiest first (ready before expr, then by name). Each is planned in
+    memory as `mpsgen new-op OP` would plan it; an op it would refuse is not listed, and one it
+    would refuse only for want of a functor body is listed as `expr`."""
+    from mpsgen.catalog import load_catalog, lookup
+    from mpsgen.checkout import Workspace
+    from mpsgen.facts import DispatchSite, Views, functor_name_of_stub, is_legacy_line, is_shared_line, resolve_stub
+    from mpsgen.resolve import generation_problem
+
+    views = Views(Workspace(checkout))
+    nf = views.native_functions
+    views.all_stubs()
+    catalog = load_catalog()
+    found = []
+    for op in nf.op_names:
+        entries = nf.op_entries(op)
+        if any(is_mps_only(line) for e in entries for line in e.dispatch):
+            continue
+        shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
+        legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
+        if not shared or any("MPS" in site.line.keys for site in shared):
+            continue
+        stub, stub_problem = resolve_stub(views, op, shared)[:2]
+        if generation_problem(views, op, shared, legacy, stub, stub_problem, "new-op", entries=entries) is not None:
+            continue
+        refusal = migrate_refusal(checkout, op, views, _templates(views), mode="new-op")
+        functor = functor_name_of_stub(stub.name)
+        where = shared[0].line.location
+        arity = len(shared[0].entry.tensor_inputs)
+        entry = lookup(functor, catalog) or lookup(op, catalog)
+        if refusal is None and entry is not None:
+            found.append(NewOpCandidate(op, "ready", stub.name, stub.signature, where,
+                                        f"catalog body ({', '.join(entry.supports)})", arity))
+        elif refusal is None or "--expr" in str(refusal):
+            found.append(NewOpCandidate(op, "expr", stub.name, stub.signature, where, "no catalog body: pass --expr",
+                                        arity))
+    return tuple(sorted(found, key=lambda c: (TIERS.index(c.tier), c.op)))
 
 
 def scan_checkout(checkout: Checkout) -> ScanReport:
@@ -245,12 +299,19 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
     if problem is not None:
         return Candidate("port", problem.message)
     if is_params_stub(stub):  # several scalars: a params struct (mpsgen/params.py)
-        return Candidate(*params_candidate(views, op, shared, stub, functor, catalog, backing))
+        tier, why = params_candidate(views, op, shared, stub, functor, catalog, backing)
+        refusal = migrate_refusal(views.checkout, op, views, _templates(views)) if tier == "ready" else None
+        if refusal is not None:
+            return Candidate("port", f"migrate refuses: {refusal}")
+        return Candidate(tier, why)
     arity = len(shared[0].entry.tensor_inputs)
     alpha = stub.scalar_count == 1
     entry = lookup(functor, catalog) or lookup(op, catalog)
     graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
     if entry is not None and not alpha and entry.arity == arity:
+        refusal = migrate_refusal(views.checkout, op, views, _templates(views))
+        if refusal is not None:
+            return Candidate("port", f"migrate refuses: {refusal}")
         return Candidate("ready", f"supported stub signature, catalog body ({', '.join(entry.supports)}){graph}")
     if entry is not None and alpha:
         why = "the stub takes a Scalar alpha, which the catalog body does not"
@@ -259,6 +320,59 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
     else:
         why = "no catalog body"
     return Candidate("expr", f"supported stub signature, {why}: pass --expr{graph}")
+
+
+def accepting_command(checkout: Checkout, op: str):
+    """(`mpsgen new-op OP` or `mpsgen migrate OP`, whichever would complete for the op as it stands,
+    both planned in memory, else None; and when neither would, the refusal that matters: migrate's
+    for an op with an MPS kernel of its own, new-op's otherwise). mpsgen suggests only commands it
+    would accept."""
+    refusals = {}
+    for mode in ("new-op", "migrate"):
+        refusal = migrate_refusal(checkout, op, mode=mode)
+        if refusal is None:
+            return f"mpsgen {mode} {op}", None
+        refusals[mode] = refusal
+    pointing_elsewhere = "`mpsgen migrate" in (refusals["new-op"].hint or "")
+    return None, refusals["migrate"] if pointing_elsewhere else refusals["new-op"]
+
+
+def _templates(views):
+    """One Templates (compiled templates kept) for every candidate a scan confirms."""
+    from mpsgen.templates import Templates
+
+    return views._once("scan-templates", lambda: Templates(views.checkout.root))
+
+
+def migrate_refusal(checkout: Checkout, op: str, base=None, templates=None, mode: str = "migrate"):
+    """Why `mpsgen migrate OP` (no options; `mode="new-op"`: `mpsgen new-op OP`) would refuse, as the MpsgenError it would raise, or None:
+    the whole plan is made in memory, legacy removal included ("ready" means migrate completes).
+    Only the final formatting of the added lines, which cannot refuse, is left out. `base`, a Views
+    of the unedited checkout, lends what it has parsed (views of a text are keyed by that very text,
+    so an edited file is parsed afresh)."""
+    from mpsgen.checkout import Workspace
+    from mpsgen.errors import MpsgenError
+    from mpsgen.facts import Views
+    from mpsgen.migrate import check_single_registration
+    from mpsgen.pipeline import MIGRATE_STEPS, NEW_OP_STEPS, plan_op
+    from mpsgen.resolve import Options, resolve_op
+    from mpsgen.templates import Templates
+
+    views = Views(Workspace(checkout), disk_cache=True)
+    if base is not None:
+        views.lend(base)
+    try:
+        spec = resolve_op(views, op, Options(), mode=mode)
+        steps = MIGRATE_STEPS if mode == "migrate" else NEW_OP_STEPS
+        plan_op(views, templates or Templates(checkout.root), spec, Options(), steps)
+        if mode == "migrate":
+            check_single_registration(views, spec)
+    except MpsgenError as exc:
+        return exc
+    finally:
+        if base is not None:
+            base.keep_unedited(views)
+    return None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -12,27 +12,52 @@ from click.testing import CliRunner
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_CHECKOUT = REPO / "fixtures" / "pytorch"
 GOLDEN = Path(__file__).resolve().parent / "golden"
-# PyTorch's own .clang-format, kept beside the repository (never inside it: it is PyTorch's text).
-PYTORCH_CLANG_FORMAT = REPO.parent / "shared" / "data" / "pytorch.clang-format"
+# The miniature checkout's .clang-format: PyTorch's style settings (Google-based, 80 columns,
+# Objective-C++ at 120), written for the fixture, at its root as in a real checkout.
+PYTORCH_CLANG_FORMAT = FIXTURE_CHECKOUT / ".clang-format"
+
+# The reason of a skip for something `pip install -e ".[test]"` (or `.ci/run`) installs; under CI
+# (CI=true) tests/conftest.py turns such a skip into a failure: CI runs everything.
+MISSING = "not installed: "
+
+
+def ci() -> bool:
+    """Whether this is a CI run (CI set to anything but empty, 0 or false)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def missing(reason: str):
+    """Skip the test because something installable is missing (a failure under CI)."""
+    import pytest
+
+    pytest.skip(MISSING + reason)
+
+
+def needs(reason: str | None):
+    """A skipif marker for `missing`: skip (fail under CI) with `reason` when it is not None."""
+    import pytest
+
+    return pytest.mark.skipif(reason is not None, reason=MISSING + (reason or ""))
 
 
 def pytorch_clang_format() -> tuple[str, Path]:
-    """(clang-format executable, PyTorch's style file); skips the test, saying why, without them."""
-    import pytest
-
+    """(clang-format executable, the fixture's PyTorch-style .clang-format); skips the test, saying
+    why, without an executable."""
     from mpsgen.clangformat import INSTALL_HINT, find_executable
 
     executable = find_executable()
     if executable is None:
-        pytest.skip(f"no clang-format executable found ({INSTALL_HINT})")
-    if not PYTORCH_CLANG_FORMAT.is_file():
-        pytest.skip(f"{PYTORCH_CLANG_FORMAT} is absent (CI clones shared/ beside the repository)")
+        missing(f"no clang-format executable found ({INSTALL_HINT})")
     return executable, PYTORCH_CLANG_FORMAT
 
 
-def copy_checkout(tmp_path: Path, source: Path = FIXTURE_CHECKOUT) -> Path:
+def copy_checkout(tmp_path: Path, source: Path = FIXTURE_CHECKOUT, *, style: bool = True) -> Path:
+    """A fresh copy of the miniature checkout; `style=False` leaves out its `.clang-format` (a
+    checkout without one: mpsgen formats nothing and verify's format check skips)."""
     dest = tmp_path / "pytorch"
     shutil.copytree(source, dest)
+    if not style:
+        (dest / ".clang-format").unlink(missing_ok=True)
     return dest
 
 
@@ -46,13 +71,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def every_file(root: Path) -> dict[str, bytes]:
-    """Every file under root, mpsgen's own files included, except its index cache
-    (`.mpsgen/cache/`: a deliberate, git-ignored artifact that is safe to delete)."""
-    return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.relative_to(root).parts[:2] != (".mpsgen", "cache")
-    }
+    """Every file under root, mpsgen's own files included (its index cache lives outside the checkout)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def run_cli(args: list[str], cwd: Path | None = None):

@@ -93,9 +93,9 @@ CASES = {
     "missing-kernel-file": (missing_kernel_file, ["new-op", "hypot"]),
     "missing-stub-header": (missing_stub_header, ["new-op", "hypot"]),
     "missing-kernel-file-option": (lambda r: rf"{KERNELS}/Nope\.metal: file not found", ["new-op", "hypot", "--kernel-file", "Nope.metal"]),
-    "unknown-op": (lambda r: rf"{NF}:1: no operator named 'hypott' in native_functions\.yaml \(did you mean: hypot\?\)",
+    "unknown-op": (lambda r: rf"{NF}:{line_of(r, NF, '- func: hypot.out(')}: no operator named 'hypott' in native_functions\.yaml \(did you mean: hypot\?\)",
                    ["new-op", "hypott"]),
-    "unknown-op-several-suggestions": (lambda r: rf"{NF}:1: no operator named 'asin' .*\(did you mean: .*asinh",
+    "unknown-op-several-suggestions": (lambda r: rf"{NF}:{line_of(r, NF, '- func: asinh(')}: no operator named 'asin' .*\(did you mean: asinh",
                                        ["migrate", "asin"]),
     "op-without-shared-stub": (lambda r: rf"{NF}:{line_of(r, NF, 'MPS: relu_mps') - 1}: no dispatch stub found for relu",
                                ["migrate", "relu"]),
@@ -176,8 +176,8 @@ def test_not_a_checkout(tmp_path):
     (tmp_path / "empty" / "notes.txt").write_text("mine\n")
     before = every_file(tmp_path)
     result = run_cli(["-C", str(tmp_path / "empty"), "new-op", "hypot"])
-    assert_one_line_error(result, rf"{re.escape(str(tmp_path / 'empty'))} is not a PyTorch checkout: {NF} is missing "
-                                  r"\(pass the checkout's top directory to -C\)")
+    assert_one_line_error(result, rf"{re.escape(str(tmp_path / 'empty'))} is not inside a PyTorch checkout: no {NF} in "
+                                  r"it or above \(pass a directory of the checkout to -C\)")
     result = run_cli(["new-op", "hypot"], cwd=tmp_path / "empty")
     assert_one_line_error(result, rf"not inside a PyTorch checkout \(no {NF} in .* or above\) "
                                   r"\(run mpsgen inside a checkout or pass -C PATH\)")

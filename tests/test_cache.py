@@ -1,5 +1,6 @@
-"""The index cache under .mpsgen/cache/: same plans with and without it, never stale, corrupt files
-ignored; and the fast readers (lazy yaml, ast spans) read what the full ones read."""
+"""The index cache in the user cache directory (never in the checkout): same plans with and without
+it, never stale, corrupt files ignored; and the fast readers (lazy yaml, ast spans) read what the
+full ones read."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import json
 
 import pytest
 
-from mpsgen.cache import cache_file, cached_index
+from mpsgen.cache import cache_dir, cache_file, cached_index
 from mpsgen.nfyaml import NativeFunctions, scan_entries
 from mpsgen.testlists import plan_testlist_edits
-from support import FIXTURE_CHECKOUT, copy_checkout, run_cli
+from support import FIXTURE_CHECKOUT, copy_checkout, every_file, run_cli
 
 CMI = "torch/testing/_internal/common_methods_invocations.py"
 NF = "aten/src/ATen/native/native_functions.yaml"
@@ -19,19 +20,24 @@ NF = "aten/src/ATen/native/native_functions.yaml"
 @pytest.mark.parametrize("argv", [["migrate", "mish"], ["migrate", "atan2", "xlogy"], ["new-op", "hypot"]])
 def test_dry_run_is_the_same_without_cache_with_a_cold_and_with_a_warm_one(tmp_path, monkeypatch, argv):
     root = copy_checkout(tmp_path)
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    before = every_file(root)
     monkeypatch.setenv("MPSGEN_NO_CACHE", "1")
     uncached = run_cli(["-C", str(root), *argv, "--dry-run"])
-    assert not (root / ".mpsgen" / "cache").exists()
+    assert not (tmp_path / "cache").exists()
     monkeypatch.delenv("MPSGEN_NO_CACHE")
     cold = run_cli(["-C", str(root), *argv, "--dry-run"])
     assert cache_file(root, "opinfo-calls", CMI).is_file()
+    assert cache_file(root, "opinfo-calls", CMI).is_relative_to(tmp_path / "cache" / "index")
     warm = run_cli(["-C", str(root), *argv, "--dry-run"])
+    assert every_file(root) == before  # nothing was written in the checkout, ignored files included
     assert uncached.exit_code == cold.exit_code == warm.exit_code == 0, uncached.stderr
     assert uncached.stdout == cold.stdout == warm.stdout
     assert uncached.stdout.startswith("diff --git")
 
 
-def test_a_changed_file_is_reindexed(tmp_path):
+def test_a_changed_file_is_reindexed(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
     calls = []
 
     def build(text):
@@ -47,7 +53,8 @@ def test_a_changed_file_is_reindexed(tmp_path):
 
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"format": 1, "kind": "k", "path": "f.py"}', ""])
-def test_a_corrupt_cache_file_is_ignored_and_rebuilt(tmp_path, content):
+def test_a_corrupt_cache_file_is_ignored_and_rebuilt(tmp_path, monkeypatch, content):
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
     path = cache_file(tmp_path, "k", "f.py")
     path.parent.mkdir(parents=True)
     path.write_text(content)
@@ -56,12 +63,27 @@ def test_a_corrupt_cache_file_is_ignored_and_rebuilt(tmp_path, content):
     assert cached_index(tmp_path, "f.py", "text", "k", lambda: ["not used"]) == ["fresh"]
 
 
-def test_the_cache_is_ignored_by_git_and_an_unwritable_place_is_no_error(tmp_path):
-    cached_index(tmp_path, "f.py", "text", "k", lambda: 1)
-    assert (tmp_path / ".mpsgen" / "cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+def test_the_cache_is_outside_the_checkout_keyed_by_checkout_and_an_unwritable_place_is_no_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    assert cached_index(tmp_path / "one", "f.py", "text", "k", lambda: 1) == 1
+    assert cached_index(tmp_path / "two", "f.py", "text", "k", lambda: 2) == 2
+    assert cached_index(tmp_path / "one", "f.py", "text", "k", lambda: 3) == 1
+    assert cache_file(tmp_path / "one", "k", "f.py") != cache_file(tmp_path / "two", "k", "f.py")
+    assert list((tmp_path / "one").iterdir()) == list((tmp_path / "two").iterdir()) == []
     blocker = tmp_path / "file"
     blocker.write_text("")
-    assert cached_index(blocker, "f.py", "text", "k", lambda: 2) == 2  # .mpsgen cannot be created under a file
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(blocker))  # the cache cannot be created under a file
+    assert cached_index(tmp_path / "one", "f.py", "text", "k", lambda: 4) == 4
+
+
+def test_the_cache_directory_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("MPSGEN_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "mpsgen"
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine"
 
 
 def test_lazy_yaml_entries_equal_the_full_scan():

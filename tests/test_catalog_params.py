@@ -247,7 +247,9 @@ def shim_results(request, tmp_path_factory):
     the `using namespace` lines a kernel file would have)."""
     compiler = shutil.which("g++")
     if compiler is None:
-        pytest.skip("g++ is not installed: the functor bodies cannot be compiled and run without it")
+        from support import missing
+
+        missing("g++ is not installed: the functor bodies cannot be compiled and run without it")
     work = tmp_path_factory.mktemp(f"params-shim-{request.param}")
     source = work / "params.cpp"
     source.write_text(build_program(request.param), encoding="utf-8")

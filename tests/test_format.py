@@ -55,13 +55,34 @@ def added_lines_to_rewrite(before: dict[str, bytes], after: dict[str, bytes]) ->
     return added, bad
 
 
+def test_the_fixture_clang_format_is_pytorchs_style(tmp_path):
+    """The miniature's .clang-format (written for it) carries PyTorch's style facts: C++ and Metal at
+    80 columns with 2-space indents and left-aligned pointers, Objective-C++ at 120."""
+    import subprocess
+
+    executable, style = pytorch_clang_format()
+    assert style == FIXTURE_CHECKOUT / ".clang-format"
+
+    def dumped(name: str) -> dict[str, str]:
+        (tmp_path / name).write_text("")
+        out = subprocess.run([executable, f"--style=file:{style}", "--dump-config", name], capture_output=True,
+                             text=True, check=True, cwd=tmp_path).stdout
+        return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in out.splitlines()) if v.strip()}
+
+    cpp, objc = dumped("x.cpp"), dumped("x.mm")
+    # (keys whose spelling changed across clang-format versions are left out)
+    assert (cpp["Language"], cpp["ColumnLimit"], cpp["IndentWidth"], cpp["PointerAlignment"],
+            cpp["IndentCaseLabels"], cpp["MaxEmptyLinesToKeep"]) == ("Cpp", "80", "2", "Left", "true", "1")
+    assert (objc["Language"], objc["ColumnLimit"], objc["ObjCBlockIndentWidth"]) == ("ObjC", "120", "2")
+
+
 # ---- what the templates write, as they stand ------------------------------------------------------
 
 
 @pytest.mark.parametrize(("command", "case", "argv"), GOLDEN_CASES, ids=[f"{c}-{n}" for c, n, _ in GOLDEN_CASES])
 def test_every_golden_case_adds_only_lines_clang_format_leaves_alone(tmp_path, command, case, argv):
     pytorch_clang_format()
-    root = copy_checkout(tmp_path)  # no .clang-format: mpsgen formats nothing, the templates stand alone
+    root = copy_checkout(tmp_path, style=False)  # mpsgen formats nothing: the templates stand alone
     before = snapshot(root)
     result = run_cli(["-C", str(root), command, *argv])
     assert result.exit_code == 0, result.stderr
@@ -130,7 +151,7 @@ def test_formatter_rewrites_only_the_added_lines(tmp_path):
 
 
 def test_a_checkout_without_clang_format_file_is_left_alone_and_told(tmp_path):
-    root = copy_checkout(tmp_path)
+    root = copy_checkout(tmp_path, style=False)
     result = run_cli(["-C", str(root), "new-op", "hypot", "--expr", LONG_EXPR, "--dry-run"])
     assert result.exit_code == 0, result.stderr
     assert "added C++/Metal lines left as the templates write them: the checkout has no .clang-format" in result.stderr
@@ -173,7 +194,7 @@ def _kept_lines(before: bytes, after: bytes) -> list[int]:
 @pytest.mark.parametrize(("case", "argv"), PARAMS_FORMAT_CASES, ids=[name for name, _ in PARAMS_FORMAT_CASES])
 def test_params_cases_formatted_by_the_checkouts_clang_format_touch_only_added_lines_and_rerun_is_a_no_op(tmp_path, case, argv):
     pytorch_clang_format()
-    plain, styled = copy_checkout(tmp_path / "plain"), copy_checkout(tmp_path / "styled")
+    plain, styled = copy_checkout(tmp_path / "plain", style=False), copy_checkout(tmp_path / "styled")
     shutil.copy(PYTORCH_CLANG_FORMAT, styled / ".clang-format")
     before = snapshot(plain)
     assert run_cli(["-C", str(plain), "migrate", *argv]).exit_code == 0
@@ -254,7 +275,7 @@ def test_verify_format_passes_after_migrating_params_ops(tmp_path):
 
 
 def test_verify_format_is_skipped_with_the_reason_without_a_clang_format_file(tmp_path):
-    root = copy_checkout(tmp_path)
+    root = copy_checkout(tmp_path, style=False)
     assert run_cli(["-C", str(root), "migrate", "mish"]).exit_code == 0
     result = _format_result(root, "mish")
     assert (result.status, result.reason) == ("skipped", "the checkout has no .clang-format at its root")

@@ -12,7 +12,7 @@ from mpsgen.metalhost.check import compile_metal_file
 from mpsgen.metalhost.compiler import find_compiler, parse_diagnostics
 from mpsgen.metalhost.rewrite import double_literals, rewrite_metal
 from mpsgen.model import Location
-from support import copy_checkout, run_cli
+from support import copy_checkout, needs, run_cli
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
 KERNELS = "aten/src/ATen/native/mps/kernels"
@@ -23,7 +23,7 @@ FIXTURE_KERNELS = sorted(p.name for p in (FIXTURE / KERNELS).glob("*.metal"))
 CONSTRUCTS = Path(__file__).resolve().parent / "data" / "metal"
 CONSTRUCT_KERNELS = sorted(p.name for p in CONSTRUCTS.glob("*.metal"))
 
-needs_compiler = pytest.mark.skipif(find_compiler()[0] is None, reason="no C++ compiler (g++/clang++) on PATH")
+needs_compiler = needs(None if find_compiler()[0] is not None else "no C++ compiler (g++/clang++) on PATH")
 
 
 # ---- rewrites (no compiler needed) -------------------------------------------------------------

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from support import FIXTURE_CHECKOUT, copy_checkout, run_cli, snapshot
+from support import FIXTURE_CHECKOUT, copy_checkout, missing, run_cli, snapshot
 
 from mpsgen.model import Location
 from mpsgen.render.github import github_lines
@@ -258,7 +258,8 @@ EXAMPLES = {
                 'mpsgen migrate remainder --expr "a - b * floor(a / b)"'],
     "verify": ["mpsgen verify atan2 hypot --static-only", "mpsgen verify --changed --base origin/main --format github",
                "mpsgen verify --all-native --static-only --json > verify.json"],
-    "scan": ["mpsgen scan --candidates", "mpsgen scan --json > mps.json", "mpsgen scan --candidates --markdown"],
+    "scan": ["mpsgen scan --candidates", "mpsgen scan --candidates --tier ready,expr", "mpsgen scan --new-op",
+             "mpsgen scan --json > mps.json", "mpsgen scan --candidates --markdown"],
 }
 
 
@@ -267,7 +268,8 @@ def test_help_ends_with_examples_one_per_line(command):
     result = run_cli([command, "--help"] if command else ["--help"])
     assert result.exit_code == 0
     lines = result.stdout.rstrip("\n").splitlines()
-    assert lines[-4:] == ["  Examples:"] + [f"    {example}" for example in EXAMPLES[command]]
+    count = len(EXAMPLES[command])
+    assert lines[-count - 1:] == ["  Examples:"] + [f"    {example}" for example in EXAMPLES[command]]
 
 
 def completions(args: list[str], incomplete: str) -> list[str]:
@@ -278,7 +280,7 @@ def completions(args: list[str], incomplete: str) -> list[str]:
     return [item.value for item in ShellComplete(main, {}, "mpsgen", "_MPSGEN_COMPLETE").get_completions(args, incomplete)]
 
 
-@pytest.mark.parametrize("command", ["new-op", "migrate", "verify"])
+@pytest.mark.parametrize("command", ["new-op", "migrate", "verify", "try"])
 def test_op_arguments_complete_from_the_checkouts_yaml(command):
     assert completions(["-C", str(FIXTURE_CHECKOUT), command], "logadd") == ["logaddexp", "logaddexp2"]
 
@@ -307,7 +309,7 @@ def test_completion_through_the_shell_protocol(real_torch_files):
 
     exe = shutil.which("mpsgen", path=os.path.dirname(sys.executable))
     if exe is None:
-        pytest.skip("the mpsgen console script is not installed next to this Python")
+        missing("the mpsgen console script is not installed next to this Python")
     env = dict(os.environ, _MPSGEN_COMPLETE="bash_complete", COMP_WORDS=f"mpsgen -C {real_torch_files} migrate _amp_f",
                COMP_CWORD="4")
     run = subprocess.run([exe], env=env, capture_output=True, text=True, check=True)

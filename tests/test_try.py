@@ -24,11 +24,11 @@ from mpsgen.tryop.run import mps_unavailable
 from mpsgen.tryop.source import host_program, shader_source
 from mpsgen.tryop.tolerances import Tolerance, opinfo_tolerances
 from mpsgen.tryop.values import Inputs, make_inputs, traps
-from support import copy_checkout, run_cli
+from support import copy_checkout, needs, run_cli
 
 BINARY = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
-needs_compiler = pytest.mark.skipif(find_compiler()[0] is None, reason="no C++ compiler (g++/clang++) on PATH")
-needs_torch = pytest.mark.skipif(torch_unavailable() is not None, reason=f"{torch_unavailable()}")
+needs_compiler = needs(None if find_compiler()[0] is not None else "no C++ compiler (g++/clang++) on PATH")
+needs_torch = needs(torch_unavailable())
 
 
 def _apply(root: Path, *args: str) -> None:

@@ -83,7 +83,7 @@ def test_missing_build_directory_is_a_skip(tmp_path):
     code, doc = verify(root, *full())
     assert code == 0
     assert stage(doc, "build")["status"] == "skipped"
-    assert "no build directory build" in stage(doc, "build")["reason"]
+    assert stage(doc, "build")["reason"] == "no build directory `build/` (configure the build first, or pass --build-dir)"
 
 
 def test_missing_test_file_is_a_skip_or_with_require_tests_a_failure(ready):

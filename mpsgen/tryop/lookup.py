@@ -34,8 +34,12 @@ def functor_facts(checkout: Checkout, op: str) -> FunctorFacts:
     facts = read_op(views, op)
     if facts.host is None or not facts.host.kernel:
         where = facts.shared[0].line.location if facts.shared else facts.entries[0].location
-        raise MpsgenError(f"{op} has no native Metal kernel to run in this checkout", location=where,
-                          hint=f"give it one with `mpsgen new-op {op}` or `mpsgen migrate {op}`; `mpsgen verify {op}` says what is missing")
+        from mpsgen.scan import accepting_command
+
+        command, refusal = accepting_command(checkout, op)
+        hint = (f"give it one with `{command}`" if command else
+                f"mpsgen cannot give it one as it stands: {refusal.message}" + (f"; {refusal.hint}" if refusal.hint else ""))
+        raise MpsgenError(f"{op} has no native Metal kernel to run in this checkout", location=where, hint=hint)
     name = facts.functor
     if len(facts.kernel_files) != 1:
         where = Location(facts.host.location.path, facts.host.kernel_line)

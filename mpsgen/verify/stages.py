@@ -185,7 +185,7 @@ def run_build(checkout: Checkout, options: VerifyOptions, progress: Progress = _
     build_dir = build_dir if build_dir.is_absolute() else checkout.root / build_dir
     reason = _mps_platform_reason(options)
     if reason is None and not build_dir.is_dir():
-        reason = f"no build directory {_rel(checkout, build_dir)} (configure the build first, or pass --build-dir)"
+        reason = f"no build directory `{_rel(checkout, build_dir)}/` (configure the build first, or pass --build-dir)"
     if reason is not None:
         return _skip_or_fail("build", reason, options.require_build, "--require-build")
     try:
