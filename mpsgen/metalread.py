@@ -1,0 +1,257 @@
+"""Reading a `.metal` kernel file as the Metal compiler does: its functors and registrations come
+from the preprocessed file (the file's own macros and those of the headers it includes expanded,
+token pasting and stringizing included), each mapped back to the line of the kernel file where it
+is written.
+
+The preprocessor is pcpp (pure Python, no C++ compiler needed). Headers are read through a caller's
+`read(rel) -> text | None` (a Workspace, so edited texts count) and fed to it as their directive
+lines only: a header's macros, conditionals and includes are all a kernel file can use of it, and
+skipping the ~7,000 lines of C++ in `c10/metal/*.h` keeps a file's reading fast.
+
+Functors are the `struct <name>_functor {` definitions of the expanded text (however written: the
+literal text, a header macro such as `DEFINE_UNARY_FLOATING_FUNCTOR(erf)`, a file's own `#define`).
+Registrations are the kernels the file instantiates, read from their `[[host_name("...")]]` strings
+(adjacent literals concatenated): exactly the names the compiled library lists. A `<functor>_dense_
+<out>_<in>[_<alpha>]` name is one registration of the functor for (in, out).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mpsgen.cpp import mask_code
+
+# Where `#include <...>` looks, relative to the checkout root (`<c10/metal/x.h>`, `<ATen/...>`).
+INCLUDE_DIRS = ("aten/src", "")
+# What the Metal compiler defines; `#if __METAL_VERSION__ >= N` paths are taken as Metal 3.1 does
+# (the version mpsgen's Metal prelude declares).
+PREDEFINED = {"__METAL__": "1", "__METAL_VERSION__": "310"}
+
+_ROOT = "/@checkout"  # the include search paths pcpp sees; mapped back to checkout paths on open
+
+# A Metal scalar or vector type name as written in a host name (`float`, `half2`, `uchar`, ...).
+_TYPE = r"(?:u?(?:char|short|int|long)|bool|float|half|bfloat)[234]?"
+_DENSE_TYPES = re.compile(rf"({_TYPE})_({_TYPE})(?:_(\w+))?")
+_HOST_NAME = re.compile(r"host_name\s*\(\s*((?:\"(?:[^\"\\\n]|\\.)*\"\s*)+)\)")
+_STRING = re.compile(r"\"((?:[^\"\\\n]|\\.)*)\"")
+_FUNCTOR_USE = re.compile(r"\b(\w+)_functor\b")
+_FUNCTOR_DEF = re.compile(r"\bstruct\s+(\w+)_functor\s*(?:final\s*)?(?::[^{;]*)?\{")
+_LINE_DIRECTIVE = re.compile(r"#line (\d+) \"([^\"]*)\"")
+
+
+@dataclass(frozen=True)
+class Functor:
+    """A `struct <name>_functor` definition: the kernel-file line it is written on, and the macro
+    that writes it ("" when written literally)."""
+
+    name: str
+    line: int
+    macro: str = ""
+
+
+@dataclass(frozen=True)
+class KernelRegistration:
+    """One kernel instantiated for a functor: its host name, the (input, output) Metal types, the
+    alpha/params type ("" when none) and the kernel-file line of the statement that instantiates it."""
+
+    functor: str
+    input: str
+    output: str
+    alpha: str
+    host_name: str
+    line: int
+
+
+@dataclass(frozen=True)
+class KernelReading:
+    path: str
+    functors: dict[str, Functor]
+    registrations: tuple[KernelRegistration, ...]
+    host_names: tuple[str, ...]  # every kernel host name the file instantiates, in order
+    errors: tuple[str, ...]  # what the preprocessor could not read ("line: message")
+
+    def registered(self, functor: str) -> tuple[KernelRegistration, ...]:
+        return tuple(r for r in self.registrations if r.functor == functor)
+
+    def pairs(self, functor: str) -> frozenset[tuple[str, str]]:
+        """The (input, output) types `functor` is registered for."""
+        return frozenset((r.input, r.output) for r in self.registrations if r.functor == functor)
+
+
+def directive_lines(text: str, *, keep_code: bool = False) -> str:
+    """`text` with everything but its preprocessor directives blanked (line count kept); with
+    `keep_code` the code lines stay. Either way a `#define` whose body instantiates kernels
+    (`host_name`) is cut down to what this reader reads of it (`reduce_define`)."""
+    masked = mask_code(text)
+    lines = text.split("\n")
+    masked_lines = masked.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        code = masked_lines[i]
+        if not code.lstrip().startswith("#"):
+            out.append(lines[i] if keep_code else "")
+            i += 1
+            continue
+        end = i
+        while end < len(lines) - 1 and masked_lines[end].rstrip().endswith("\\"):
+            end += 1
+        directive = lines[i : end + 1]
+        if "host_name" not in "\n".join(directive) or not _DEFINE_HEAD.match(directive[0]):
+            out.extend(directive)
+        else:
+            reduced = reduce_define("\n".join(directive))
+            out.append(reduced)
+            out.extend("" for _ in directive[1:])
+        i = end + 1
+    return "\n".join(out)
+
+
+_DEFINE_HEAD = re.compile(r"\s*#\s*define\s+\w+(?:\([^)]*\))?")
+_MACRO_CALL = re.compile(r"\b[A-Z_][A-Z0-9_]*\s*\(")
+_FUNCTOR_TOKENS = re.compile(r"\w+\s*##\s*_functor\b|\w+_functor\b")
+_STRUCT_FUNCTOR = re.compile(r"\bstruct\s+(?:\w+\s*##\s*)?\w*_functor\s*\{")
+
+
+def reduce_define(directive: str) -> str:
+    """A one-line `#define` with the same name and parameters whose body keeps, in order, what
+    the reader reads of an expansion: each `host_name(...)` with the functor named after it, each
+    `struct ..._functor {`, each call of an upper-case macro. The registration macros of
+    `c10/metal/indexing.h` are 30-60 lines of template instantiation each; expanding them in full
+    for every dtype of every op is what makes a pure-Python preprocessor slow."""
+    body_text = directive.replace("\\\r\n", " ").replace("\\\n", " ")
+    head = _DEFINE_HEAD.match(body_text)
+    body = body_text[head.end():]
+    masked = mask_code(body)
+    pieces: list[tuple[int, str]] = []
+    for m in re.finditer(r"\bhost_name\s*\(", masked):
+        close = _close_paren(masked, m.end() - 1)
+        functor = _FUNCTOR_TOKENS.search(masked, close)
+        piece = body[m.start() : close + 1] + (" " + body[functor.start() : functor.end()] if functor else "") + ";"
+        pieces.append((m.start(), piece))
+    for m in _STRUCT_FUNCTOR.finditer(masked):
+        pieces.append((m.start(), body[m.start() : m.end()] + "};"))
+    for m in _MACRO_CALL.finditer(masked):
+        if any(start <= m.start() < start + len(piece) for start, piece in pieces):
+            continue
+        close = _close_paren(masked, m.end() - 1)
+        pieces.append((m.start(), body[m.start() : close + 1] + ";"))
+    return head.group(0).strip() + " " + " ".join(piece for _, piece in sorted(pieces))
+
+
+def _close_paren(masked: str, open_index: int) -> int:
+    depth = 0
+    for i in range(open_index, len(masked)):
+        if masked[i] == "(":
+            depth += 1
+        elif masked[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(masked) - 1
+
+
+def read_kernel(text: str, path: str, read: Callable[[str], str | None]) -> KernelReading:
+    """Functors and registrations of the kernel file `path` (checkout-relative) whose text is
+    `text`; `read(rel)` gives the text of a header (None when the checkout has none)."""
+    from pcpp.preprocessor import Action, OutputDirective, Preprocessor
+
+    errors: list[str] = []
+
+    class _Reader(Preprocessor):
+        def on_file_open(self, is_system_include, includepath):
+            rel = _relative(includepath)
+            header = read(rel) if rel is not None else None
+            if header is None:
+                raise OSError(includepath)
+            return io.StringIO(directive_lines(header))
+
+        def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
+            raise OutputDirective(Action.IgnoreAndRemove)  # <metal_stdlib> and the like
+
+        def on_error(self, file, line, msg):
+            if _relative(file) == path or file == path:
+                errors.append(f"{line}: {msg}")
+
+    pp = _Reader()
+    pp.line_directive = "#line"
+    pp.compress = 0
+    for directory in INCLUDE_DIRS:
+        pp.add_path(f"{_ROOT}/{directory}".rstrip("/"))
+    pp.rewrite_paths = []  # keep #line names as given (not relative to the working directory)
+    for name, value in PREDEFINED.items():
+        pp.define(f"{name} {value}")
+    source = f"{_ROOT}/{path}"
+    pp.parse(directive_lines(text, keep_code=True), source)
+    out = io.StringIO()
+    pp.write(out)
+    expanded = out.getvalue()
+    return _read_expanded(expanded, text, path, source, tuple(errors))
+
+
+def _relative(fullpath: str) -> str | None:
+    prefix = _ROOT + "/"
+    return fullpath[len(prefix):] if fullpath.startswith(prefix) else None
+
+
+def _read_expanded(expanded: str, text: str, path: str, source: str, errors: tuple[str, ...]) -> KernelReading:
+    """Walk the preprocessed text keeping the (file, line) of each output line; collect what the
+    kernel file itself expands to."""
+    lines = expanded.split("\n")
+    origin: list[int] = []  # kernel-file line of each output line (0: a header's)
+    current_file, current_line = "", 0
+    for line in lines:
+        m = _LINE_DIRECTIVE.fullmatch(line.strip())
+        if m:
+            current_line, current_file = int(m.group(1)), m.group(2)
+            origin.append(0)
+            continue
+        origin.append(current_line if current_file in (source, path) else 0)
+        current_line += 1
+    own = "\n".join(line if origin[i] else "" for i, line in enumerate(lines))
+    offsets = _line_starts(own)
+
+    def line_of(offset: int) -> int:
+        import bisect
+
+        return origin[bisect.bisect_right(offsets, offset) - 1]
+
+    source_lines = text.split("\n")
+    functors: dict[str, Functor] = {}
+    for m in _FUNCTOR_DEF.finditer(own):
+        line = line_of(m.start())
+        written = source_lines[line - 1] if 0 < line <= len(source_lines) else ""
+        macro = "" if re.search(rf"\bstruct\s+{re.escape(m.group(1))}_functor\b", written) else _macro_called(written)
+        functors.setdefault(m.group(1), Functor(m.group(1), line, macro))
+    registrations = []
+    names = []
+    for m in _HOST_NAME.finditer(own):
+        name = "".join(_STRING.findall(m.group(1)))
+        names.append(name)
+        after = _FUNCTOR_USE.search(own, m.end())
+        if after is None:
+            continue
+        functor = after.group(1)
+        prefix = f"{functor}_dense_"
+        if not name.startswith(prefix):
+            continue
+        types = _DENSE_TYPES.fullmatch(name[len(prefix):])
+        if types is None:
+            continue
+        registrations.append(KernelRegistration(functor, types.group(2), types.group(1), types.group(3) or "", name,
+                                                line_of(m.start())))
+    return KernelReading(path, functors, tuple(registrations), tuple(names), errors)
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    starts.extend(m.end() for m in re.finditer("\n", text))
+    return starts
+
+
+def _macro_called(line: str) -> str:
+    m = re.match(r"\s*(\w+)\s*\(", line)
+    return m.group(1) if m else ""
