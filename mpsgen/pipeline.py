@@ -65,7 +65,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     from mpsgen.rules import choose_groups
 
     kernel = views.kernel(spec.kernel_file)
-    existing = spec.functor in kernel.file.functors and options.dtypes is None and options.expr is None
+    existing = spec.functor in kernel.functors and options.dtypes is None and options.expr is None
     if existing:
         # an existing functor is reused as it is registered (as upstream did for conj_physical)
         registered = kernel.registered.get(spec.functor)

@@ -155,7 +155,7 @@ def _check_placeholder(views: Views, f: OpFacts, settings: CheckSettings):
     out = []
     for rel in f.kernel_files:
         text = views.ws.read(rel)
-        start, end = views.kernel(rel).file.functors[f.functor]
+        start, end = views.kernel(rel).functors[f.functor]
         for m in _ERROR_LINE.finditer(views.masked(rel)[start:end]):
             out.append(Finding("placeholder", f.op, Location(rel, text.count("\n", 0, start + m.start()) + 1),
                                f"#error placeholder left in {f.functor}_functor",
