@@ -17,6 +17,7 @@ Registrations are the kernels the file instantiates, read from their `[[host_nam
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from collections.abc import Callable
@@ -81,10 +82,12 @@ class KernelReading:
         return frozenset((r.input, r.output) for r in self.registrations if r.functor == functor)
 
 
-def directive_lines(text: str, *, keep_code: bool = False) -> str:
+@functools.lru_cache(maxsize=64)
+def directive_lines(text: str, *, keep_code: bool = False, every_kernel: bool = False) -> str:
     """`text` with everything but its preprocessor directives blanked (line count kept); with
     `keep_code` the code lines stay. Either way a `#define` whose body instantiates kernels
-    (`host_name`) is cut down to what this reader reads of it (`reduce_define`)."""
+    (`host_name`) is cut down to what this reader reads of it (`reduce_define`). Cached per text:
+    every kernel file includes the same headers."""
     masked = mask_code(text)
     lines = text.split("\n")
     masked_lines = masked.split("\n")
@@ -103,7 +106,7 @@ def directive_lines(text: str, *, keep_code: bool = False) -> str:
         if "host_name" not in "\n".join(directive) or not _DEFINE_HEAD.match(directive[0]):
             out.extend(directive)
         else:
-            reduced = reduce_define("\n".join(directive))
+            reduced = reduce_define("\n".join(directive), every_kernel=every_kernel)
             out.append(reduced)
             out.extend("" for _ in directive[1:])
         i = end + 1
@@ -116,30 +119,39 @@ _FUNCTOR_TOKENS = re.compile(r"\w+\s*##\s*_functor\b|\w+_functor\b")
 _STRUCT_FUNCTOR = re.compile(r"\bstruct\s+(?:\w+\s*##\s*)?\w*_functor\s*\{")
 
 
-def reduce_define(directive: str) -> str:
+def reduce_define(directive: str, *, every_kernel: bool = False) -> str:
     """A one-line `#define` with the same name and parameters whose body keeps, in order, what
     the reader reads of an expansion: each `host_name(...)` with the functor named after it, each
     `struct ..._functor {`, each call of an upper-case macro. The registration macros of
     `c10/metal/indexing.h` are 30-60 lines of template instantiation each; expanding them in full
-    for every dtype of every op is what makes a pure-Python preprocessor slow."""
+    for every dtype of every op is what makes a pure-Python preprocessor slow. Unless
+    `every_kernel`, only the `"_dense_"` kernels are kept (the registrations; the other kernels of
+    a registration, strided, broadcast, scalar, castout, ..., follow the same types), when the
+    macro has any."""
     body_text = directive.replace("\\\r\n", " ").replace("\\\n", " ")
     head = _DEFINE_HEAD.match(body_text)
     body = body_text[head.end():]
     masked = mask_code(body)
-    pieces: list[tuple[int, str]] = []
+    pieces: list[tuple[int, int, str]] = []  # (start, end in body, text kept)
+    names = []
     for m in re.finditer(r"\bhost_name\s*\(", masked):
         close = _close_paren(masked, m.end() - 1)
         functor = _FUNCTOR_TOKENS.search(masked, close)
         piece = body[m.start() : close + 1] + (" " + body[functor.start() : functor.end()] if functor else "") + ";"
-        pieces.append((m.start(), piece))
+        names.append((m.start(), close + 1, piece, '"_dense_"' in body[m.start() : close + 1]))
+    if not every_kernel and any(dense for *_, dense in names):
+        names = [name for name in names if name[3]]
+    pieces.extend(name[:3] for name in names)
     for m in _STRUCT_FUNCTOR.finditer(masked):
-        pieces.append((m.start(), body[m.start() : m.end()] + "};"))
+        pieces.append((m.start(), m.end(), body[m.start() : m.end()] + "};"))
+    for m in re.finditer(r"\bhost_name\s*\(", masked):
+        pieces.append((m.start(), _close_paren(masked, m.end() - 1) + 1, ""))  # never a macro call
     for m in _MACRO_CALL.finditer(masked):
-        if any(start <= m.start() < start + len(piece) for start, piece in pieces):
+        if any(start <= m.start() < end for start, end, _ in pieces):
             continue
         close = _close_paren(masked, m.end() - 1)
-        pieces.append((m.start(), body[m.start() : close + 1] + ";"))
-    return head.group(0).strip() + " " + " ".join(piece for _, piece in sorted(pieces))
+        pieces.append((m.start(), close + 1, body[m.start() : close + 1] + ";"))
+    return head.group(0).strip() + " " + " ".join(piece for _, _, piece in sorted(pieces) if piece)
 
 
 def _close_paren(masked: str, open_index: int) -> int:
@@ -154,9 +166,11 @@ def _close_paren(masked: str, open_index: int) -> int:
     return len(masked) - 1
 
 
-def read_kernel(text: str, path: str, read: Callable[[str], str | None]) -> KernelReading:
+def read_kernel(text: str, path: str, read: Callable[[str], str | None], *, every_kernel: bool = False) -> KernelReading:
     """Functors and registrations of the kernel file `path` (checkout-relative) whose text is
-    `text`; `read(rel)` gives the text of a header (None when the checkout has none)."""
+    `text`; `read(rel)` gives the text of a header (None when the checkout has none).
+    `host_names` holds the `_dense_` kernels only, unless `every_kernel` (slower: every kernel
+    kind each registration instantiates, as the compiled library lists them)."""
     from pcpp.preprocessor import Action, OutputDirective, Preprocessor
 
     errors: list[str] = []
@@ -167,7 +181,7 @@ def read_kernel(text: str, path: str, read: Callable[[str], str | None]) -> Kern
             header = read(rel) if rel is not None else None
             if header is None:
                 raise OSError(includepath)
-            return io.StringIO(directive_lines(header))
+            return io.StringIO(directive_lines(header, every_kernel=every_kernel))
 
         def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
             raise OutputDirective(Action.IgnoreAndRemove)  # <metal_stdlib> and the like
@@ -185,7 +199,7 @@ def read_kernel(text: str, path: str, read: Callable[[str], str | None]) -> Kern
     for name, value in PREDEFINED.items():
         pp.define(f"{name} {value}")
     source = f"{_ROOT}/{path}"
-    pp.parse(directive_lines(text, keep_code=True), source)
+    pp.parse(directive_lines(text, keep_code=True, every_kernel=every_kernel), source)
     out = io.StringIO()
     pp.write(out)
     expanded = out.getvalue()
