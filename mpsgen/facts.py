@@ -398,7 +398,7 @@ class Views:
 
         def build(text: str) -> KernelView:
             masked = self.masked(rel)
-            literal = read_kernel_file(text, rel, masked)
+            literal = read_kernel_file(text, rel, masked, strict=False)
             reading = read_kernel(text, rel, self.header_text)
             return KernelView(rel, literal, reading, functor_spans(text, masked, literal.functors, reading),
                               registered_of(reading))
@@ -641,6 +641,9 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
             kernel = views.kernel(rel)
         except MpsgenError as exc:
             unreadable.append((rel, exc))
+            continue
+        if functor in kernel.file.broken:  # the op's own functor cannot be read; another's is not its business
+            unreadable.append((rel, kernel.file.broken[functor]))
             continue
         if functor in kernel.functors:
             kernel_files.append(rel)
