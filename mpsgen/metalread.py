@@ -83,9 +83,10 @@ class KernelReading:
 
 
 @functools.lru_cache(maxsize=64)
-def directive_lines(text: str, *, keep_code: bool = False, every_kernel: bool = False) -> str:
+def directive_lines(text: str, *, keep_code: bool = False, every_kernel: bool = False, compact: bool = False) -> str:
     """`text` with everything but its preprocessor directives blanked (line count kept); with
-    `keep_code` the code lines stay. Either way a `#define` whose body instantiates kernels
+    `keep_code` the code lines stay; with `compact` the blanked lines go (a header's line numbers
+    are never reported, and thousands of empty lines cost the preprocessor time). Either way a `#define` whose body instantiates kernels
     (`host_name`) is cut down to what this reader reads of it (`reduce_define`). Cached per text:
     every kernel file includes the same headers."""
     masked = mask_code(text)
@@ -110,7 +111,9 @@ def directive_lines(text: str, *, keep_code: bool = False, every_kernel: bool = 
             out.append(reduced)
             out.extend("" for _ in directive[1:])
         i = end + 1
-    return "\n".join(out)
+    if compact:
+        out = [line for line in out if line.strip()]
+    return "\n".join(out) + ("\n" if compact else "")
 
 
 _DEFINE_HEAD = re.compile(r"\s*#\s*define\s+\w+(?:\([^)]*\))?")
@@ -181,7 +184,7 @@ def read_kernel(text: str, path: str, read: Callable[[str], str | None], *, ever
             header = read(rel) if rel is not None else None
             if header is None:
                 raise OSError(includepath)
-            return io.StringIO(directive_lines(header, every_kernel=every_kernel))
+            return io.StringIO(directive_lines(header, every_kernel=every_kernel, compact=True))
 
         def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
             raise OutputDirective(Action.IgnoreAndRemove)  # <metal_stdlib> and the like
