@@ -4,7 +4,7 @@ checkout defines, and the plan that adds a functor and its registrations."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mpsgen.checkout import C10_METAL_DIR
 from mpsgen.cpp import mask_code, match_brace
@@ -184,12 +184,15 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
 
 
 def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrations: list[Registration],
-                registration_macro: str = "") -> FileChange:
+                registration_macro: str = "", functors: dict | None = None) -> FileChange:
     """Add `functor_text` after the file's last functor (a backward functor after its forward one)
     and the registrations after its last registration line (the file keeps one registration block),
     skipping what is already there. `registration_macro`: a `#define` the new registration lines
-    use, written just before them."""
+    use, written just before them. `functors`: every functor's span as the compiler sees the file
+    (`facts.KernelView.functors`: those written by a macro are at their call), else the literal ones."""
     kernel = read_kernel_file(text, path)
+    if functors is not None:
+        kernel = replace(kernel, functors={**functors, **kernel.functors})
     newline = newline_of(text)
     index = LineIndex(text)
     spans = []
