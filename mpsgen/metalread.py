@@ -182,6 +182,8 @@ def read_kernel(text: str, path: str, read: Callable[[str], str | None], *, ever
         def on_file_open(self, is_system_include, includepath):
             rel = _relative(includepath)
             header = read(rel) if rel is not None else None
+            if rel is not None and getattr(self, "opened", None) is not None:
+                self.opened[rel] = header
             if header is None:
                 raise OSError(includepath)
             return io.StringIO(directive_lines(header, every_kernel=every_kernel, compact=True))
@@ -193,20 +195,57 @@ def read_kernel(text: str, path: str, read: Callable[[str], str | None], *, ever
             if _relative(file) == path or file == path:
                 errors.append(f"{line}: {msg}")
 
-    pp = _Reader()
-    pp.line_directive = "#line"
-    pp.compress = 0
-    for directory in INCLUDE_DIRS:
-        pp.add_path(f"{_ROOT}/{directory}".rstrip("/"))
-    pp.rewrite_paths = []  # keep #line names as given (not relative to the working directory)
-    for name, value in PREDEFINED.items():
-        pp.define(f"{name} {value}")
+    def preprocessor(opened: dict | None = None):
+        pp = _Reader()
+        pp.line_directive = "#line"
+        pp.compress = 0
+        for directory in INCLUDE_DIRS:
+            pp.add_path(f"{_ROOT}/{directory}".rstrip("/"))
+        pp.rewrite_paths = []  # keep #line names as given (not relative to the working directory)
+        for name, value in PREDEFINED.items():
+            pp.define(f"{name} {value}")
+        pp.opened = opened
+        return pp
+
     source = f"{_ROOT}/{path}"
-    pp.parse(directive_lines(text, keep_code=True, every_kernel=every_kernel), source)
+    body = directive_lines(text, keep_code=True, every_kernel=every_kernel)
+    block, count = _leading_includes(body)
+    if count:
+        # the headers a file opens with are read once per process for every file that opens
+        # with the same lines (and while their texts stay the same)
+        key = (block, every_kernel)
+        state = _HEADER_STATES.get(key)
+        if state is None or any(read(rel) != seen for rel, seen in state[2].items()):
+            opened: dict[str, str | None] = {}
+            first = preprocessor(opened)
+            first.parse(block, source)
+            first.write(io.StringIO())
+            state = (dict(first.macros), dict(first.include_once), opened)
+            _HEADER_STATES[key] = state
+        pp = preprocessor()
+        pp.macros = dict(state[0])
+        pp.include_once = dict(state[1])
+        body = "\n" * count + body.split("\n", count)[count] if body.count("\n") >= count else "\n" * count
+    else:
+        pp = preprocessor()
+    pp.parse(body, source)
     out = io.StringIO()
     pp.write(out)
     expanded = out.getvalue()
     return _read_expanded(expanded, text, path, source, tuple(errors))
+
+
+_HEADER_STATES: dict = {}  # (leading include lines, every_kernel) -> (macros, include_once, {rel: text})
+_LEADING = re.compile(r"(?:[ \t]*(?:#[ \t]*(?:include|pragma)\b[^\n]*|//[^\n]*)?\n)*")
+
+
+def _leading_includes(text: str) -> tuple[str, int]:
+    """The lines a file opens with that are only includes, pragmas, comments or blank (the text
+    and its line count); ("", 0) when they include nothing."""
+    block = _LEADING.match(text).group(0)
+    if "include" not in block:
+        return "", 0
+    return block, block.count("\n")
 
 
 def _relative(fullpath: str) -> str | None:

@@ -219,3 +219,22 @@ REGISTER_BINARY_ALPHA_OP(both, float, float, float);
     ]
     # the other kernels each macro instantiates are there too, by their library names
     assert {"erf_strided_float_int", "erf_dense_castout_int", "both_strided_half_half"} <= set(reading.host_names)
+
+
+def test_headers_read_once_per_process_while_their_texts_stay():
+    import mpsgen.metalread as metalread
+
+    headers = {"c10/metal/own.h": HEADER}
+    metalread._HEADER_STATES.clear()
+    first = read_kernel(KERNEL, f"{KERNELS}/Own.metal", headers.get)
+    assert len(metalread._HEADER_STATES) == 1
+    again = read_kernel(KERNEL, f"{KERNELS}/Own.metal", headers.get)  # from the kept header state
+    assert again == first
+    # a header edited (in the Workspace) is read again: its new macro counts
+    headers["c10/metal/own.h"] = HEADER.replace("#define DECLARE_FUNCTOR(NAME)", "#define DECLARE_FUNCTOR(NAME_)")
+    headers["c10/metal/own.h"] = headers["c10/metal/own.h"].replace("struct NAME##_functor {     \\\n",
+                                                                    "struct NAME_##_functor {    \\\n")
+    edited = read_kernel(KERNEL, f"{KERNELS}/Own.metal", headers.get)
+    assert edited.functors == first.functors  # same expansion through the renamed parameter
+    headers["c10/metal/own.h"] = HEADER.replace("DECLARE_FUNCTOR", "DECLARED_FUNCTOR")
+    assert "first" not in read_kernel(KERNEL, f"{KERNELS}/Own.metal", headers.get).functors
