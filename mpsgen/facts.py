@@ -54,18 +54,6 @@ METAL_TO_TORCH = {
 _FLOAT_METAL = frozenset({"float", "half", "bfloat"})
 _INT_METAL = frozenset({"long", "int", "short", "uchar", "char"})
 _COMPLEX_METAL = frozenset({"float2", "half2"})
-# One-argument group macros kernel files define (BinaryKernel.metal): the group each registers.
-GROUP_MACROS = {
-    "REGISTER_FLOAT_BINARY_OP": "float",
-    "REGISTER_OPMATH_FLOAT_BINARY_OP": "float",
-    "REGISTER_INT2FLOAT_BINARY_OP": "int2float",
-    "REGISTER_INTEGER_BINARY_OP": "integer",
-}
-_GROUP_PAIRS = {
-    "float": tuple((t, t) for t in ("float", "half", "bfloat")),
-    "int2float": tuple((t, "float") for t in ("long", "int", "short", "uchar", "char", "bool")),
-    "integer": tuple((t, t) for t in ("long", "int", "short", "uchar", "char", "bool")),
-}
 
 
 # ------------------------------------------------------------------------------- dispatch lines
@@ -263,62 +251,57 @@ def groups_of_pairs(pairs) -> tuple[str, ...]:
     return tuple(g for g in GROUPS if g in found)
 
 
-_MACRO_DEF = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
-_CALL_LINE = re.compile(r"^[ \t]*(\w+)\s*\(([^()]*)\)\s*;?[ \t]*\r?$", re.M)
-_INNER_CALL = re.compile(r"\b(\w+)\s*\(([^()]*)\)")
-
-
-def registered_types(masked: str) -> dict[str, Registered]:
-    """functor name -> what it is registered for, following the file's own macros
-    (`REGISTER_FLOAT_BINARY_OP(x)`, `INSTANTIATE_..._KERNELS(float, float)`) down to the c10
-    `REGISTER_*_OP(NAME, DTYPEI, ..., DTYPEO)` lines; lines under `#if` count."""
-    macros = {}
-    for match in _MACRO_DEF.finditer(masked):
-        params = [p.strip() for p in match.group(2).split(",") if p.strip()]
-        macros[match.group(1)] = (params, match.group(3).replace("\\\r\n", "\n").replace("\\\n", "\n"))
+def registered_of(reading) -> dict[str, Registered]:
+    """functor name -> what it is registered for: the (input, output) types of the kernels the
+    preprocessed file instantiates (`mpsgen.metalread.KernelReading`), and the kernel-file line of
+    its first registration."""
     found: dict[str, tuple[set, int]] = {}
-
-    def expand(name: str, args: list[str], line: int, depth: int) -> None:
-        if depth > 8:
-            return
-        if name in macros:
-            params, body = macros[name]
-            mapping = dict(zip(params, args))
-            for inner in _INNER_CALL.finditer(body):
-                inner_args = [mapping.get(a.strip(), a.strip()) for a in inner.group(2).split(",")]
-                expand(inner.group(1), inner_args, line, depth + 1)
-            return
-        if not name.startswith("REGISTER_") or not args or not args[0]:
-            return
-        entry = found.setdefault(args[0], (set(), line))
-        if len(args) == 1 and name in GROUP_MACROS:
-            entry[0].update(_GROUP_PAIRS[GROUP_MACROS[name]])
-        elif len(args) >= 3:
-            entry[0].add((args[1], args[-1]))
-        elif len(args) == 2:
-            entry[0].add((args[1], args[1]))
-
-    for match in _CALL_LINE.finditer(masked):
-        start = match.start()
-        if start > 0 and masked[: start - 1].rstrip("\r").endswith("\\"):
-            continue  # inside a #define body
-        name = match.group(1)
-        if name in macros or name.startswith("REGISTER_"):
-            expand(name, [a.strip() for a in match.group(2).split(",")], masked.count("\n", 0, start) + 1, 0)
+    for reg in reading.registrations:
+        entry = found.setdefault(reg.functor, (set(), reg.line))
+        entry[0].add((reg.input, reg.output))
     return {name: Registered(frozenset(pairs), line) for name, (pairs, line) in found.items()}
 
 
 @dataclass(frozen=True)
 class KernelView:
-    """One kernels/*.metal file: its functors and registrations (`mpsgen.metal.KernelFile`) and what
-    each functor is registered for."""
+    """One kernels/*.metal file: its literal text read for editing (`mpsgen.metal.KernelFile`), and
+    what the compiler sees of it (`mpsgen.metalread.KernelReading`): every functor however written,
+    with its span in the file, and what each functor is registered for."""
 
     path: str
     file: Any  # mpsgen.metal.KernelFile
+    reading: Any  # mpsgen.metalread.KernelReading
+    functors: dict[str, tuple[int, int]]  # name -> (start, end) offsets of its definition as written
     registered: dict[str, Registered]
 
     def functor_line(self, text: str, name: str) -> int:
-        return text.count("\n", 0, self.file.functors[name][0]) + 1
+        return text.count("\n", 0, self.functors[name][0]) + 1
+
+    def functor_macro(self, name: str) -> str:
+        """The macro that writes `name`'s functor ("" when written literally)."""
+        functor = self.reading.functors.get(name)
+        return functor.macro if functor is not None else ""
+
+
+def functor_spans(text: str, masked: str, literal: dict, reading) -> dict[str, tuple[int, int]]:
+    """Every functor's (start, end) offsets: a literal struct's from `literal`; one written by a
+    macro, the macro call (from the start of its line to the end of its line, or of the statement
+    when it spans lines)."""
+    from mpsgen.textedit import LineIndex
+
+    spans = dict(literal)
+    index = None
+    for name, functor in reading.functors.items():
+        if name in spans or functor.line <= 0:
+            continue
+        index = index or LineIndex(text)
+        start = index.start_of(functor.line)
+        stop = masked.find(";", start)
+        line_end = masked.find("\n", start)
+        end = max(stop, line_end) if 0 <= stop else line_end
+        end = masked.find("\n", end) if end >= 0 else -1
+        spans[name] = (start, len(text) if end < 0 else end + 1)
+    return spans
 
 
 # ------------------------------------------------------------------------------------------ views
@@ -429,12 +412,20 @@ class Views:
 
     def kernel(self, rel: str) -> KernelView:
         from mpsgen.metal import read_kernel_file
+        from mpsgen.metalread import read_kernel
 
         def build(text: str) -> KernelView:
             masked = self.masked(rel)
-            return KernelView(rel, read_kernel_file(text, rel, masked), registered_types(masked))
+            literal = read_kernel_file(text, rel, masked, strict=False)
+            reading = read_kernel(text, rel, self.header_text)
+            return KernelView(rel, literal, reading, functor_spans(text, masked, literal.functors, reading),
+                              registered_of(reading))
 
         return self.view("kernel", rel, build)
+
+    def header_text(self, rel: str) -> str | None:
+        """A header's text as the Workspace holds it, None when the checkout has none."""
+        return self.ws.read(rel) if self.ws.exists(rel) else None
 
     def metal_compile(self, rel: str):
         """The host compiler's verdict on a .metal file as it stands in the Workspace
@@ -687,14 +678,17 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
     pairs: set = set()
     line = 0
     for rel in views.kernel_files():
-        if f"{functor}_functor" not in views.ws.read(rel):
-            continue
+        if functor not in views.ws.read(rel):
+            continue  # neither the struct nor a macro call naming it
         try:
             kernel = views.kernel(rel)
         except MpsgenError as exc:
             unreadable.append((rel, exc))
             continue
-        if functor in kernel.file.functors:
+        if functor in kernel.file.broken:  # the op's own functor cannot be read; another's is not its business
+            unreadable.append((rel, kernel.file.broken[functor]))
+            continue
+        if functor in kernel.functors:
             kernel_files.append(rel)
         if functor in kernel.registered:
             pairs |= kernel.registered[functor].pairs

@@ -28,14 +28,16 @@ def op_line_ranges(views, facts) -> dict[str, list[tuple[int, int]]]:
     functor = facts.host.kernel if facts.host is not None else None
     for rel in facts.kernel_files:
         index = views.lines(rel)
-        kernel = views.kernel(rel).file
+        kernel = views.kernel(rel)
         if functor in kernel.functors:
             start, end = kernel.functors[functor]
             ranges.setdefault(rel, []).append((index.line_of(start), index.line_of(max(start, end - 1))))
-        for registration, past_line in kernel.registrations:
+        for registration, past_line in kernel.file.registrations:
             if registration.args[:1] == (functor,):
                 line = index.line_of(past_line - 1)
                 ranges.setdefault(rel, []).append((line, line))
+        for line in sorted({reg.line for reg in kernel.reading.registered(functor)}):
+            ranges.setdefault(rel, []).append((line, line))
     if facts.host is not None:
         host = facts.host
         last = host.body_line + host.body.count("\n")

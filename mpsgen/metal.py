@@ -4,7 +4,7 @@ checkout defines, and the plan that adds a functor and its registrations."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from mpsgen.checkout import C10_METAL_DIR
 from mpsgen.cpp import mask_code, match_brace
@@ -69,14 +69,19 @@ class KernelFile:
     functors: dict
     registrations: tuple[tuple[Registration, int], ...]  # with the offset just past the line
     own_macros: frozenset[str]
+    broken: dict = field(default_factory=dict)  # functor -> MpsgenError: its braces do not balance
 
     def has_registration(self, reg: Registration) -> bool:
         return any(existing.key == reg.key for existing, _ in self.registrations)
 
 
-def read_kernel_file(text: str, path: str, masked: str | None = None) -> KernelFile:
+def read_kernel_file(text: str, path: str, masked: str | None = None, *, strict: bool = True) -> KernelFile:
+    """The literal functors and registration lines of a .metal file. A functor whose braces do not
+    balance is an error (`strict`, for editing), else it is left out and kept in `broken`: a
+    check of another op is not about it."""
     masked = mask_code(text) if masked is None else masked
     functors = {}
+    broken = {}
     for match in _FUNCTOR.finditer(masked):
         brace = masked.find("{", match.end())
         semicolon = masked.find(";", match.end())
@@ -84,11 +89,15 @@ def read_kernel_file(text: str, path: str, masked: str | None = None) -> KernelF
             continue  # a declaration, not a definition
         close = match_brace(masked, brace)
         if close < 0:
-            raise MpsgenError(
+            error = MpsgenError(
                 f"unbalanced braces in struct {match.group(1)}_functor",
                 location=Location(path, masked.count("\n", 0, match.start()) + 1),
                 hint="fix the kernel file so that it compiles",
             )
+            if strict:
+                raise error
+            broken[match.group(1)] = error
+            continue
         end = masked.find("\n", close)
         functors[match.group(1)] = (match.start(), len(masked) if end < 0 else end + 1)
     registrations = []
@@ -99,7 +108,7 @@ def read_kernel_file(text: str, path: str, masked: str | None = None) -> KernelF
         end = masked.find("\n", match.start())
         registrations.append((Registration(match.group(1), args), len(masked) if end < 0 else end + 1))
     own = frozenset(_DEFINE.findall(masked))
-    return KernelFile(path, functors, tuple(registrations), own)
+    return KernelFile(path, functors, tuple(registrations), own, broken)
 
 
 def bfloat_guard(text: str, kernel: KernelFile) -> str | None:
@@ -175,12 +184,15 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
 
 
 def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrations: list[Registration],
-                registration_macro: str = "") -> FileChange:
+                registration_macro: str = "", functors: dict | None = None) -> FileChange:
     """Add `functor_text` after the file's last functor (a backward functor after its forward one)
     and the registrations after its last registration line (the file keeps one registration block),
     skipping what is already there. `registration_macro`: a `#define` the new registration lines
-    use, written just before them."""
+    use, written just before them. `functors`: every functor's span as the compiler sees the file
+    (`facts.KernelView.functors`: those written by a macro are at their call), else the literal ones."""
     kernel = read_kernel_file(text, path)
+    if functors is not None:
+        kernel = replace(kernel, functors={**functors, **kernel.functors})
     newline = newline_of(text)
     index = LineIndex(text)
     spans = []

@@ -504,7 +504,7 @@ def choose_params_kernel(views, templates, spec, options):
 
     params = spec.params
     kernel = views.kernel(spec.kernel_file)
-    existing = spec.functor in kernel.file.functors and options.dtypes is None and options.expr is None
+    existing = spec.functor in kernel.functors and options.dtypes is None and options.expr is None
     if existing:
         registered = kernel.registered.get(spec.functor)
         groups = tuple(g for g in (registered.groups if registered else ()) if g in PARAMS_GROUPS)

@@ -65,7 +65,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     from mpsgen.rules import choose_groups
 
     kernel = views.kernel(spec.kernel_file)
-    existing = spec.functor in kernel.file.functors and options.dtypes is None and options.expr is None
+    existing = spec.functor in kernel.functors and options.dtypes is None and options.expr is None
     if existing:
         # an existing functor is reused as it is registered (as upstream did for conj_physical)
         registered = kernel.registered.get(spec.functor)
@@ -114,7 +114,8 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
         yield plan_header(c.views.ws, c.templates, kernel.params)
         yield plan_include(c.read(spec.kernel_file), spec.kernel_file, kernel.params.include)
     change = plan_kernel(c.read(spec.kernel_file), spec.kernel_file, spec.functor, kernel.text,
-                         list(kernel.registrations), kernel.registration_macro)
+                         list(kernel.registrations), kernel.registration_macro,
+                         functors=c.views.kernel(spec.kernel_file).functors)
     notes = change.notes + kernel.notes
     if kernel.source == "placeholder" and kernel.text:
         struct = change.text.find(f"struct {spec.functor}_functor {{")

@@ -13,6 +13,11 @@
   tested dtypes the kernel does not register (registered dtypes leave a list, a `None` entry becomes
   the explicit list of what is still missing, or goes), `SUPPORTED_COMPLEX_OPS` holds every key of an
   op whose kernel registers complex, and `dtypesIfMPS` is never narrowed.
+- **Routed by the host function** (`host_routing`): dtypes the op's host function sends elsewhere
+  before or instead of calling its kernel (a branch on `isFloatingType(iter.common_dtype())`,
+  `isIntegralType(..., includeBool)`, `isComplexType(...)`, an early `return` after another op) are
+  served, not lost. A host function whose control flow around the call cannot be read makes the
+  check say it cannot tell, never fail.
 - **Served by shared code**: dtypes an op's shared host function serves before calling the stub
   (the catalog's `served_by_shared_code`, e.g. nan_to_num copies integer inputs) count as covered.
 - **"MPS lacks the op"** (`MissingOpRule`): an MPS expectation whose stated reason is that MPS lacks
@@ -23,6 +28,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from mpsgen.checkout import COMMON_MPS
@@ -131,10 +137,155 @@ def served_by_shared_code(facts: OpFacts) -> frozenset[str]:
 
 
 def missing_coverage(views: Views, facts: OpFacts) -> tuple[frozenset[str], Expectation]:
-    """The dtypes the tests expect to work that the functor is not registered for."""
+    """The dtypes the tests expect to work that the functor is not registered for (and that the
+    host function does not send elsewhere)."""
     exp = expectation(views, facts)
-    covered = facts.registered_dtypes | served_by_shared_code(facts)
+    covered = facts.registered_dtypes | served_by_shared_code(facts) | host_routing(facts).routed
     return exp.expected - guarded_dtypes(facts) - covered, exp
+
+
+# --------------------------------------------------------------------------- host-routed dtypes
+
+_ALL_DTYPES = FLOATS | INTEGERS | COMPLEX
+_PREDICATE = re.compile(r"(!?)\s*(?:(?:c10|at)::)?(isFloatingType|isIntegralType|isComplexType)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
+_DTYPE_WORDS = re.compile(r"dtype|scalar_type|Type\b|isFloatingType|isIntegralType|isComplexType|ScalarType")
+_OTHER_CONTROL = re.compile(r"\b(?:switch|for|while|do|goto)\b|\?")
+
+
+@dataclass(frozen=True)
+class HostRouting:
+    """What the op's host function does with dtypes around its kernel call: `routed`, the dtypes
+    it serves some other way (another op, another branch); `unreadable`, why that cannot be told
+    ("" when it can)."""
+
+    routed: frozenset[str] = frozenset()
+    unreadable: str = ""
+
+
+def host_routing(facts: OpFacts) -> HostRouting:
+    """Read the host function's branches around its `exec_*_kernel` call: the dtypes that reach
+    the call are those of the conditions of the branches it sits in, less those of earlier branches
+    of the same if-chain and of earlier branches that `return`. Conditions that do not mention a
+    dtype do not route dtypes; a dtype condition other than a disjunction of (negated)
+    `isFloatingType`/`isIntegralType`/`isComplexType`, or a call under switch/loop/`?:`, is unreadable."""
+    host = facts.host
+    if host is None or not host.kernel:
+        return HostRouting()
+    from mpsgen.cpp import mask_code
+
+    masked = mask_code(host.body)
+    call = re.search(r"\bexec_\w+_kernel\w*\s*\(", masked)
+    if call is None:
+        return HostRouting()  # a helper macro's body: the call is the body
+    served, why = _served_at(masked, 0, len(masked), call.start(), _ALL_DTYPES)
+    if why:
+        return HostRouting(unreadable=f"{host.name} ({host.location}) {why}")
+    return HostRouting(_ALL_DTYPES - served)
+
+
+def _served_at(masked: str, start: int, end: int, call: int, served: frozenset[str]) -> tuple[frozenset[str], str]:
+    """The dtypes reaching offset `call` in the statements masked[start:end]."""
+    from mpsgen.cpp import match_brace
+
+    pos = start
+    while True:
+        m = re.compile(r"\bif\s*\(").search(masked, pos, end)
+        if m is None or m.start() > call:
+            return served, _other_control(masked[start:call])
+        chain_start = m.start()
+        if _other_control(masked[pos:chain_start]):
+            return served, _other_control(masked[pos:chain_start])
+        earlier = frozenset()  # dtypes taken by the chain's earlier branches
+        chain_pos = m.start()
+        while True:  # one branch of the if / else if / else chain
+            cond_text = ""
+            if masked.startswith("if", chain_pos):
+                open_paren = masked.index("(", chain_pos)
+                close = _close(masked, open_paren)
+                cond_text = masked[open_paren + 1 : close]
+                body_start = close + 1
+            else:
+                body_start = chain_pos
+            body_start = _skip_space(masked, body_start, end)
+            if masked.startswith("{", body_start):
+                body_end = match_brace(masked, body_start) + 1
+                if body_end <= 0:
+                    return served, "has unbalanced braces"
+            else:
+                semicolon = masked.find(";", body_start, end)
+                body_end = (semicolon if semicolon >= 0 else end) + 1
+            if cond_text:
+                dtypes, why = _condition_dtypes(cond_text)
+                if why:
+                    if body_start <= call < body_end or "return" in masked[body_start:body_end]:
+                        return served, why
+                    dtypes = None
+            else:
+                dtypes = _ALL_DTYPES - earlier  # else
+            if body_start <= call < body_end:
+                if dtypes is not None:
+                    served = served & (dtypes - earlier)
+                return _served_at(masked, body_start + 1 if masked.startswith("{", body_start) else body_start,
+                                  body_end - 1, call, served)
+            if dtypes is not None:
+                if re.search(r"\breturn\b", masked[body_start:body_end]):
+                    served = served - (dtypes - earlier)
+                earlier = earlier | dtypes
+            after = _skip_space(masked, body_end, end)
+            if re.match(r"else\b", masked[after:end]):
+                chain_pos = _skip_space(masked, after + 4, end)
+                continue
+            pos = body_end
+            break
+
+
+def _skip_space(text: str, pos: int, end: int) -> int:
+    while pos < end and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def _other_control(code: str) -> str:
+    m = _OTHER_CONTROL.search(code)
+    return f"calls its kernel after a `{m.group(0)}` mpsgen does not follow" if m else ""
+
+
+def _condition_dtypes(cond: str) -> tuple[frozenset[str] | None, str]:
+    """The dtypes for which `cond` holds (None: it does not depend on the dtype), or why it
+    cannot be read."""
+    if not _DTYPE_WORDS.search(cond):
+        return None, ""
+    terms = [t.strip() for t in re.split(r"\|\|", cond)]
+    out: set[str] = set()
+    for term in terms:
+        while term.startswith("(") and term.endswith(")") and _close(term, 0) == len(term) - 1:
+            term = term[1:-1].strip()
+        m = _PREDICATE.fullmatch(term)
+        if m is None:
+            return None, f"branches on `{' '.join(cond.split())}`, a dtype condition mpsgen does not read"
+        negated, name, args = m.groups()
+        if name == "isFloatingType":
+            dtypes = FLOATS
+        elif name == "isComplexType":
+            dtypes = COMPLEX
+        else:
+            parts = [a.strip() for a in args.split(",")]
+            include_bool = len(parts) > 1 and re.sub(r"/\*.*?\*/", "", parts[-1]).strip() == "true"
+            dtypes = INTEGERS if include_bool else INTEGERS - {"bool"}
+        out |= (_ALL_DTYPES - dtypes) if negated else dtypes
+    return frozenset(out), ""
+
+
+def _close(text: str, open_index: int) -> int:
+    depth = 0
+    for i in range(open_index, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(text) - 1
 
 
 # ------------------------------------------------------------------------------ choosing groups

@@ -503,8 +503,11 @@ def _metal_groups(views, notes: list[str]) -> dict[str, tuple[str, ...]]:
         except MpsgenError as exc:
             notes.append(f"{rel}: cannot read registrations ({exc}); its dtype groups are missing")
             continue
+        for name, exc in kernel.file.broken.items():
+            notes.append(f"{rel}: cannot read {name}_functor ({exc}); its dtype groups are missing")
         for name, registered in kernel.registered.items():
-            pairs.setdefault(name, set()).update(registered.pairs)
+            if name not in kernel.file.broken:
+                pairs.setdefault(name, set()).update(registered.pairs)
     return {name: groups_of_pairs(found) for name, found in pairs.items()}
 
 

@@ -132,7 +132,7 @@ def _functor_location(views: Views, f: OpFacts) -> Location:
 
 
 def _check_dtypes(views: Views, f: OpFacts, settings: CheckSettings):
-    from mpsgen.rules import missing_coverage
+    from mpsgen.rules import host_routing, missing_coverage
     from mpsgen.testlists import dtype_order
 
     if f.host is None or not f.kernel_files:
@@ -144,6 +144,10 @@ def _check_dtypes(views: Views, f: OpFacts, settings: CheckSettings):
     missing, exp = missing_coverage(views, f)
     if not missing:
         return []
+    routing = host_routing(f)
+    if routing.unreadable:
+        return (f"cannot tell whether {f.functor}_functor misses {', '.join(dtype_order(missing))}: "
+                f"{routing.unreadable}")
     why = f"the OpInfo at {exp.source} tests them on MPS" if exp.source else "every float op runs float32 and float16"
     return [Finding("dtype-coverage", f.op, where,
                     f"{f.functor}_functor is not registered for {', '.join(dtype_order(missing))} ({why}; no xfail declares them failing)",
@@ -161,7 +165,7 @@ def _check_placeholder(views: Views, f: OpFacts, settings: CheckSettings):
     out = []
     for rel in f.kernel_files:
         text = views.ws.read(rel)
-        start, end = views.kernel(rel).file.functors[f.functor]
+        start, end = views.kernel(rel).functors[f.functor]
         for m in _ERROR_LINE.finditer(views.masked(rel)[start:end]):
             out.append(Finding("placeholder", f.op, Location(rel, text.count("\n", 0, start + m.start()) + 1),
                                f"#error placeholder left in {f.functor}_functor",
