@@ -325,6 +325,18 @@ def tested_dtypes(ref: OpInfoRef) -> frozenset[str] | None:
     return None if found is None else found - NOT_ON_MPS
 
 
+def reference_dtypes(ref: OpInfoRef) -> frozenset[str] | None:
+    """The dtypes the CPU reference supports (`dtypes=`, the list every device falls back to and the
+    CPU uses), or None when they cannot be read statically. MPS's consistency tests compare with the
+    CPU op, so an MPS expected failure on a dtype outside these stays failing whatever Metal does."""
+    if ref.dtypes is None:
+        return None
+    try:
+        return evaluate_dtypes(ast.parse(ref.dtypes.strip(), mode="eval").body)
+    except SyntaxError:
+        return None
+
+
 def _callee(node: ast.expr) -> str:
     while isinstance(node, ast.Call):
         node = node.func
@@ -343,10 +355,11 @@ def _skip_message(decorator: ast.expr | None) -> str:
 
 
 def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: frozenset[str] | None = None,
-              ) -> tuple[str | None, str, str]:
+              reference: frozenset[str] | None = None) -> tuple[str | None, str, str]:
     """(verdict, why, the reason's text when the verdict is that MPS lacks the op). `reason(message)`
     judges the element's stated reason (its comments plus `message`, a skip's text) by
-    `mpsgen.rules.MissingOpRule`; `tested`: the dtypes the OpInfo runs on MPS (None: unreadable)."""
+    `mpsgen.rules.MissingOpRule`; `tested`: the dtypes the OpInfo runs on MPS (None: unreadable);
+    `reference`: the dtypes its CPU reference supports (None: unreadable, no limit)."""
     callee = _callee(element)
     if callee != "DecorateInfo":
         if callee in _MPS_ONLY_DECORATORS:
@@ -376,6 +389,10 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
         if dtypes is None:
             return "kept", f"{kind} for {target}: dtypes are not statically readable", ""
         relevant = dtypes - NOT_ON_MPS
+        beyond_cpu = sorted(relevant - reference) if reference is not None else []
+        if relevant and beyond_cpu:
+            return "kept", (f"{kind} for {target}: the CPU reference does not support {', '.join(beyond_cpu)}, "
+                            "so the test keeps failing whatever the kernel registers"), ""
         missing = sorted(relevant - covered)
         if relevant and not missing:
             return "removed-decorator", f"{kind} for {target} on {', '.join(sorted(relevant))}: now registered", ""
@@ -399,13 +416,14 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
 
 def plan_opinfo_edits(
     text: str, path: str, refs: tuple[OpInfoRef, ...], covered: frozenset[str], lines: LineIndex | None = None,
-    *, reasons=None, tested=None,
+    *, reasons=None, tested=None, reference=None,
 ) -> tuple[str, tuple[TestListChange, ...]]:
     """The new text with the refs' MPS failures that a kernel registering `covered` fixes removed.
     `dtypesIfMPS=` is never touched: what MPS tests stays tested, and what still fails is stated
     in common_mps.py. `reasons`: a `mpsgen.rules.MissingOpRule` (decorators whose stated reason is
     that MPS lacks the op go when the kernel serves every dtype `tested(ref)` says the OpInfo runs);
-    None leaves such decorators alone."""
+    None leaves such decorators alone. `reference(ref)`: the dtypes its CPU reference supports (a
+    decorator naming a dtype outside them stays: the comparison with CPU keeps failing)."""
     covered = frozenset(canonical_dtype(d) for d in covered)
     spans: list[tuple[int, int, str]] = []
     changes: list[TestListChange] = []
@@ -427,8 +445,9 @@ def plan_opinfo_edits(
             if keyword in ("skips", "decorators") and isinstance(arg.value, (ast.Tuple, ast.List)):
                 elements = list(arg.value.elts)
                 ref_tested = tested(ref) if tested is not None else None
+                ref_cpu = reference(ref) if reference is not None else None
                 verdicts = [_classify(el, covered, _judge(reasons, text, index, elements, i, span_of, nodes.span(arg.value)[1] - 1),
-                                      ref_tested) for i, el in enumerate(elements)]
+                                      ref_tested, ref_cpu) for i, el in enumerate(elements)]
                 remove = [verdict == "removed-decorator" for verdict, _, _ in verdicts]
                 for el, (verdict, detail, reason) in zip(elements, verdicts):
                     if verdict is not None:
