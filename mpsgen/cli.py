@@ -430,8 +430,8 @@ def scan(state, candidates, as_json, markdown, fmt):
 
 @main.command("trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
               epilog=_examples(
-    "mpsgen trace train.py --epochs 1",
-    "mpsgen trace --save ops.json infer.py && mpsgen -C ~/pytorch trace --ops-file ops.json",
+    "mpsgen trace --save ops.json train.py --epochs 1",
+    "mpsgen -C ~/pytorch trace --ops-file ops.json",
     "mpsgen trace --markdown bench.py > trace.md",
 ))
 @click.argument("script", required=False)
@@ -448,6 +448,7 @@ def trace(state, script, script_args, ops_file, save, as_json, markdown, fmt):
     graph each on MPSGraph), and whether `migrate` can take it now. Options go before SCRIPT.
 
     The script's printed output goes to stderr. Needs torch (pip install 'mpsgen[trace]').
+
     Exit codes: 0 the script finished, 1 it raised or exited non-zero (the trace is still printed),
     2 bad usage or input."""
 

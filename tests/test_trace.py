@@ -306,3 +306,31 @@ def test_trace_leaves_the_checkout_byte_identical(tmp_path):
 ])
 def test_overload_names_map_to_yaml_entries_and_ops(overload, expected):
     assert entry_of(overload) == expected
+
+
+def test_ctrl_c_in_the_script_is_reported_with_the_trace_so_far(tmp_path):
+    body = HEAD + "F.mish(torch.ones(2))\nraise KeyboardInterrupt\n"
+    document, result = _json(tmp_path, body, expect_exit=1)
+    assert (document["script"]["exit_status"], document["script"]["exception"]) == (130, "KeyboardInterrupt (script.py:6)")
+    assert [r["overload"] for r in document["ops"]][:1] == ["aten::mish.default"]
+
+
+def test_rich_table_under_no_color_has_rows_and_no_ansi(tmp_path, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    result, _ = _trace(tmp_path, HEAD + "F.mish(torch.ones(2))\n", options=("--format", "rich"))
+    assert result.exit_code == 0
+    assert "\x1b[" not in result.stdout and "┃" in result.stdout
+    assert "mish.default" in result.stdout and "mpsgraph" in result.stdout
+    assert "mpsgen can migrate 1 of the 1 MPSGraph ops now" in " ".join(result.stdout.split())
+
+
+def test_json_with_an_explicit_format_is_bad_usage():
+    result = run_cli(["-C", str(FIXTURE_CHECKOUT), "trace", "--json", "--format", "plain", "s.py"])
+    assert (result.exit_code, result.stderr) == (2, "mpsgen: error: --json and --format plain are two output formats (pick one)\n")
+
+
+def test_help_ends_with_examples():
+    result = run_cli(["trace", "--help"])
+    assert result.stdout.rstrip("\n").splitlines()[-4:] == [
+        "  Examples:", "    mpsgen trace --save ops.json train.py --epochs 1",
+        "    mpsgen -C ~/pytorch trace --ops-file ops.json", "    mpsgen trace --markdown bench.py > trace.md"]
