@@ -64,6 +64,11 @@ def test_mish_on_three_shapes_is_one_mpsgraph_op_with_three_graphs(tmp_path):
     assert document["ops"] == [
         {"op": "mish", "overload": "aten::mish.default", "backing": "mpsgraph", "calls": 3, "distinct_shapes": 3,
          "dtypes": ["float32"], "candidate": "ready", "reason": "supported stub signature, catalog body (float)"},
+        # torch.ones has only a CompositeExplicitAutograd kernel: followed to what it calls
+        {"op": "empty", "overload": "aten::empty.memory_format", "backing": "absent", "calls": 3, "distinct_shapes": 1,
+         "dtypes": [], "candidate": None, "reason": None},
+        {"op": "fill", "overload": "aten::fill_.Scalar", "backing": "absent", "calls": 3, "distinct_shapes": 3,
+         "dtypes": ["float32"], "candidate": None, "reason": None},
         {"op": "ones", "overload": "aten::ones.default", "backing": "absent", "calls": 3, "distinct_shapes": 1,
          "dtypes": [], "candidate": None, "reason": None},
     ]
@@ -133,16 +138,36 @@ def test_op_under_no_grad_is_recorded_without_its_backward(tmp_path):
         print(y.requires_grad)
     """)
     document, result = _json(tmp_path, body)
-    assert [r["overload"] for r in document["ops"]] == ["aten::softplus.default", "aten::ones.default"]
+    assert [r["overload"] for r in document["ops"]] == ["aten::softplus.default", "aten::empty.memory_format",
+                                                        "aten::fill_.Scalar", "aten::ones.default"]
     assert _by_overload(document)["aten::softplus.default"]["calls"] == 1
     assert result.stderr.splitlines()[-1] == "False"
 
 
 def test_overload_whose_entry_is_composite_takes_that_backing_and_no_tier(tmp_path):
-    document, _ = _json(tmp_path, HEAD + "torch.fmod(torch.ones(2), 3.0)\ntorch.fmod(torch.ones(2), torch.ones(2))\n")
+    document, _ = _json(tmp_path, HEAD + "torch.fmod(torch.ones(2), torch.ones(2))\n")
+    rows = _by_overload(document)
+    assert (rows["aten::fmod.Tensor"]["backing"], rows["aten::fmod.Tensor"]["candidate"]) == ("mpsgraph", "ready")
+    assert rows["aten::fmod.Tensor"]["calls"] == 1
+
+
+def test_composite_kernel_is_followed_to_the_mpsgraph_op_it_calls(tmp_path):
+    # fmod.Scalar's kernel is CompositeExplicitAutograd: it calls fmod.Tensor with the scalar wrapped,
+    # which the mode never sees; the recorder learns that on meta tensors and counts it per call
+    body = HEAD + textwrap.dedent("""
+        x = torch.arange(6.0).reshape(2, 3)
+        for _ in range(4):
+            y = torch.fmod(x, 4.0)
+        print(y.tolist())
+    """)
+    document, result = _json(tmp_path, body)
     rows = _by_overload(document)
     assert (rows["aten::fmod.Scalar"]["backing"], rows["aten::fmod.Scalar"]["candidate"]) == ("composite", None)
-    assert (rows["aten::fmod.Tensor"]["backing"], rows["aten::fmod.Tensor"]["candidate"]) == ("mpsgraph", "ready")
+    assert rows["aten::fmod.Scalar"]["calls"] == 4
+    assert rows["aten::fmod.Tensor"] == {"op": "fmod", "overload": "aten::fmod.Tensor", "backing": "mpsgraph", "calls": 4,
+                                         "distinct_shapes": 1, "dtypes": ["float32"], "candidate": "ready",
+                                         "reason": "supported stub signature, catalog body (float, integer)"}
+    assert result.stderr.splitlines()[-1] == "[[0.0, 1.0, 2.0], [3.0, 0.0, 1.0]]"  # the script's own results unchanged
 
 
 def test_script_that_raises_keeps_the_trace_before_it_and_exits_1(tmp_path):
@@ -150,7 +175,8 @@ def test_script_that_raises_keeps_the_trace_before_it_and_exits_1(tmp_path):
     document, result = _json(tmp_path, body, name="raises.py", expect_exit=1)
     assert document["script"]["exit_status"] == 1
     assert document["script"]["exception"] == "ValueError: bad batch (raises.py:6)"
-    assert [r["overload"] for r in document["ops"]] == ["aten::mish.default", "aten::ones.default"]
+    assert [r["overload"] for r in document["ops"]] == ["aten::mish.default", "aten::empty.memory_format",
+                                                        "aten::fill_.Scalar", "aten::ones.default"]
     err = result.stderr.splitlines()
     assert err[0] == "Traceback (most recent call last):"
     assert "runpy" not in result.stderr and "recorder.py" not in result.stderr  # the script's frames only
@@ -178,11 +204,13 @@ def test_plain_table_is_exact(tmp_path):
 
     assert result.stdout.splitlines() == [
         f"ATen ops called by {path} (torch {torch.__version__}, tensors on cpu)",
-        "op         overload           backing   calls  shapes  graphs  dtypes   tier   reason",
-        "mish       mish.default       mpsgraph      3       3       3  float32  ready  supported stub signature, catalog body (float)",
-        "hardswish  hardswish.default  mpsgraph      1       1       1  float32  ready  supported stub signature, catalog body (float)",
-        "ones       ones.default       absent        4       1       -  -        -      -",
-        "8 calls of 3 overloads (3 ops); MPSGraph: 4 calls of 2 ops, 4 distinct input signatures (one cached graph each)",
+        "op         overload             backing   calls  shapes  graphs  dtypes   tier   reason",
+        "mish       mish.default         mpsgraph      3       3       3  float32  ready  supported stub signature, catalog body (float)",
+        "hardswish  hardswish.default    mpsgraph      1       1       1  float32  ready  supported stub signature, catalog body (float)",
+        "empty      empty.memory_format  absent        4       1       -  -        -      -",
+        "fill       fill_.Scalar         absent        4       4       -  float32  -      -",
+        "ones       ones.default         absent        4       1       -  -        -      -",
+        "16 calls of 5 overloads (5 ops); MPSGraph: 4 calls of 2 ops, 4 distinct input signatures (one cached graph each)",
         "mpsgen can migrate 2 of the 2 MPSGraph ops now (4 of 4 cached graphs): mpsgen migrate mish hardswish",
     ]
 

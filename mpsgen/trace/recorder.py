@@ -3,11 +3,20 @@
 The script runs in this process as `python SCRIPT ARGS` would run it (`runpy.run_path` with
 `run_name="__main__"`, `sys.argv = [SCRIPT, *ARGS]`, the script's directory first on `sys.path`)
 under a `torch.utils._python_dispatch.TorchDispatchMode`. The mode sees each call below autograd, so
-CompositeImplicitAutograd ops arrive already decomposed (`F.linear` is recorded as `t` and `addmm`),
-backward ops are recorded when `.backward()` runs them, and an op's own inner calls are not recorded
-twice. The script's `print`s go to stderr (Python's `sys.stdout` is redirected; output written by C
-code to file descriptor 1 is not), so that the report owns stdout. Its exit status and exception are
-kept in the recording; the calls made before an exception (or Ctrl-C) are kept too.
+CompositeImplicitAutograd ops arrive already decomposed (`F.linear` is recorded as `t` and `addmm`) and
+backward ops are recorded when `.backward()` runs them; the calls a kernel makes itself are not seen,
+except for composite kernels (below). The script's `print`s go to stderr (Python's `sys.stdout` is
+redirected; output written by C code to file descriptor 1 is not), so that the report owns stdout.
+Its exit status and exception are kept in the recording; the calls made before an exception (or
+Ctrl-C) are kept too.
+
+Composite kernels are followed: when the kernel that runs a call on its device is a
+CompositeExplicitAutograd one (no kernel of the device's own: `ones`, `ones_like`, `fmod.Scalar`),
+the call is recorded and so are the calls that kernel makes (`empty`, `fill_`, `fmod.Tensor`). They
+are learnt by running the composite kernel once more on meta tensors under a second mode (no effect on
+the script's tensors, results or random state), once per distinct set of arguments (tensors by shape
+and dtype, everything else by value), one level deep; a kernel that cannot run on meta is not
+followed. The script's own call then runs as usual.
 
 A signature is the tuple of `(shape, dtype)` of the call's tensor inputs in schema order, tensors in
 lists included, `out=` tensors excluded: for an MPSGraph-backed op, each distinct one compiles and
@@ -38,7 +47,7 @@ class Call:
     overload: str  # `aten::mish.default`, `aten::add_.Tensor`, `aten::mish.out`
     signature: Signature
     count: int
-    devices: tuple[str, ...]  # device types of its tensor inputs (`cpu`, `mps`)
+    devices: tuple[str, ...]  # device types of its first tensor input (`cpu`, `mps`)
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,93 @@ def _recorder_class(torch):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     Tensor = torch.Tensor
+    keys = torch._C.DispatchKey
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    composite_keys = tuple(getattr(keys, name) for name in ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+                           if hasattr(keys, name))
+    device_keys = {name: getattr(keys, key) for name, key in (("cpu", "CPU"), ("cuda", "CUDA"), ("mps", "MPS"))}
+
+    def composite_key(func, device: str):
+        """The CompositeExplicitAutograd* key whose kernel runs `func` on `device` (no kernel of the
+        device's own), or None."""
+        name = func.name()
+        own = device_keys.get(device)
+        if own is None or has_kernel(name, own):
+            return None
+        return next((key for key in composite_keys if has_kernel(name, key)), None)
+
+    def signature(func, args, kwargs, outs):
+        """(signature, device type of the first tensor input or None)."""
+        sig = []
+        device = None
+        for value in (*args, *(v for k, v in kwargs.items() if k not in outs)):
+            if isinstance(value, Tensor):
+                sig.append((value.shape, value.dtype))
+                if device is None:
+                    device = value.device.type
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, Tensor):
+                        sig.append((item.shape, item.dtype))
+                        if device is None:
+                            device = item.device.type
+        return tuple(sig), device
+
+    outs_of: dict = {}
+
+    def outs(func):
+        found = outs_of.get(func)
+        if found is None:
+            found = outs_of[func] = frozenset(a.name for a in func._schema.arguments if a.is_out)
+        return found
+
+    def meta(value):
+        if isinstance(value, Tensor):
+            return value.detach().to("meta")
+        if isinstance(value, (list, tuple)):
+            return type(value)(meta(v) for v in value)
+        if isinstance(value, torch.device):
+            return torch.device("meta")
+        return value
+
+    def frozen(value):
+        if isinstance(value, Tensor):
+            return ("tensor", value.shape, value.dtype)
+        if isinstance(value, (list, tuple)):
+            return tuple(frozen(v) for v in value)
+        return value
+
+    def probe_key(func, args, kwargs):
+        """What a composite kernel's calls depend on: the tensors' shapes and dtypes and every other
+        argument (a factory's size); None when an argument cannot be a key."""
+        key = (func, frozen(tuple(args)), tuple(sorted((k, frozen(v)) for k, v in kwargs.items())))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    class Probe(TorchDispatchMode):
+        """Runs a composite kernel on meta tensors and counts the ops it calls."""
+
+        def __init__(self, outer):
+            super().__init__()
+            self.outer = outer
+            self.seen: dict = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is not self.outer:  # a composite kernel calling itself is the same call
+                key = (func, signature(func, args, kwargs, outs(func))[0])
+                self.seen[key] = self.seen.get(key, 0) + 1
+            try:
+                return func(*args, **kwargs)
+            except (RuntimeError, TypeError):
+                # a wrapped number arrives as a Python number, which only some ops take for a
+                # Tensor argument: pass it as a 0-dim meta tensor (only meta results depend on it)
+                fixed = [torch.tensor(a, device="meta") if isinstance(a, (bool, int, float, complex)) and arg.type.kind() == "TensorType" else a
+                         for a, arg in zip(args, func._schema.arguments)]
+                return func(*fixed, **kwargs)
 
     class Recorder(TorchDispatchMode):
         """Counts calls per (overload, signature); does nothing else to them."""
@@ -84,32 +180,53 @@ def _recorder_class(torch):
         def __init__(self):
             super().__init__()
             self.counts: dict = {}
-            self._outs: dict = {}
+            self._composite: dict = {}
+            self._inner: dict = {}
+
+        def _count(self, key, n, device):
+            slot = self.counts.get(key)
+            if slot is None:
+                self.counts[key] = [n, {device} if device else set()]
+            else:
+                slot[0] += n
+                if device:
+                    slot[1].add(device)
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            outs = self._outs.get(func)
-            if outs is None:
-                outs = self._outs[func] = frozenset(a.name for a in func._schema.arguments if a.is_out)
-            sig = []
-            devices = set()
-            for value in (*args, *(v for k, v in kwargs.items() if k not in outs)):
-                if isinstance(value, Tensor):
-                    sig.append((tuple(value.shape), value.dtype))
-                    devices.add(value.device.type)
-                elif isinstance(value, (list, tuple)):
-                    for item in value:
-                        if isinstance(item, Tensor):
-                            sig.append((tuple(item.shape), item.dtype))
-                            devices.add(item.device.type)
-            key = (func, tuple(sig))
-            slot = self.counts.get(key)
-            if slot is None:
-                self.counts[key] = [1, devices]
-            else:
-                slot[0] += 1
-                slot[1].update(devices)
+            sig, device = signature(func, args, kwargs, outs(func))
+            key = (func, sig)
+            self._count(key, 1, device)
+            where = device
+            if where is None:  # a factory: the device it is asked for
+                requested = kwargs.get("device")
+                where = requested.type if isinstance(requested, torch.device) else (str(requested) if requested else "cpu")
+            ckey = self._composite.get((func, where), False)
+            if ckey is False:
+                ckey = self._composite[(func, where)] = composite_key(func, where)
+            if ckey is not None:  # its composite kernel runs: count what that calls
+                pkey = probe_key(func, args, kwargs)
+                inner = self._inner.get(pkey, False) if pkey is not None else False
+                if inner is False:
+                    inner = self._probe(func, ckey, args, kwargs)
+                    if pkey is not None:
+                        self._inner[pkey] = inner
+                for inner_key, n in inner.items():
+                    self._count(inner_key, n, device)
             return func(*args, **kwargs)
+
+        @staticmethod
+        def _probe(func, ckey, args, kwargs) -> dict:
+            """The calls the composite kernel makes for this signature, learnt once on meta
+            tensors (no effect on the script's tensors or random state); {} when it cannot run there."""
+            probe = Probe(func)
+            try:
+                margs, mkwargs = meta(tuple(args)), {k: meta(v) for k, v in kwargs.items()}
+                with probe:
+                    func._op_dk(ckey, *margs, **mkwargs)
+            except Exception:  # noqa: BLE001 - a kernel without meta support: not followed
+                return {}
+            return probe.seen
 
         def calls(self) -> tuple[Call, ...]:
             out = []
