@@ -200,7 +200,7 @@ def _recorder_class(torch):
             where = device
             if where is None:  # a factory: the device it is asked for
                 requested = kwargs.get("device")
-                where = requested.type if isinstance(requested, torch.device) else (str(requested) if requested else "cpu")
+                where = requested.type if isinstance(requested, torch.device) else (str(requested).partition(":")[0] if requested else "cpu")
             ckey = self._composite.get((func, where), False)
             if ckey is False:
                 ckey = self._composite[(func, where)] = composite_key(func, where)
