@@ -362,3 +362,24 @@ def test_help_ends_with_examples():
     assert result.stdout.rstrip("\n").splitlines()[-4:] == [
         "  Examples:", "    mpsgen trace --save ops.json train.py --epochs 1",
         "    mpsgen -C ~/pytorch trace --ops-file ops.json", "    mpsgen trace --markdown bench.py > trace.md"]
+
+
+def test_totals_line_says_one_op_and_no_graph_when_none_ran(tmp_path):
+    result, _ = _trace(tmp_path, HEAD + "F.mish(torch.ones(2))\n", options=("--format", "plain"))
+    assert result.stdout.splitlines()[-2] == ("4 calls of 4 overloads (4 ops); MPSGraph: 1 call of 1 op, "
+                                              "1 distinct input signature (one cached graph each)")
+    result, _ = _trace(tmp_path, HEAD + "torch.ones(2)\n", options=("--format", "plain"))
+    assert result.stdout.splitlines()[-1] == "No MPSGraph-backed op ran: nothing here for mpsgen migrate."
+
+
+def test_following_composites_leaves_random_state_and_results_as_without_trace(tmp_path):
+    import torch
+
+    body = HEAD + "torch.manual_seed(7)\nprint(torch.randn(3).tolist(), torch.ones_like(torch.rand(2)).tolist())\n"
+    document, result = _json(tmp_path, body)
+    torch.manual_seed(7)
+    expected = [torch.randn(3).tolist(), torch.ones_like(torch.rand(2)).tolist()]
+    assert result.stderr.splitlines()[-1] == f"{expected[0]} {expected[1]}"
+    rows = _by_overload(document)
+    assert rows["aten::normal_.default"]["calls"] == 1  # randn's composite kernel, followed on meta tensors
+    assert rows["aten::fill_.Scalar"]["calls"] == 1  # ones_like's

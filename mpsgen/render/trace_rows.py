@@ -38,12 +38,16 @@ def status_line(report: TraceReport) -> str | None:
     return None
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
 def totals_line(report: TraceReport) -> str:
     graph = report.graph_rows()
     ops = len({r.op for r in report.rows})
-    return (f"{report.calls} calls of {len(report.rows)} overloads ({ops} ops); "
-            f"MPSGraph: {sum(r.calls for r in graph)} calls of {len(report.graph_ops())} ops, "
-            f"{report.graph_entries()} distinct input signatures (one cached graph each)")
+    return (f"{_n(report.calls, 'call')} of {_n(len(report.rows), 'overload')} ({_n(ops, 'op')}); "
+            f"MPSGraph: {_n(sum(r.calls for r in graph), 'call')} of {_n(len(report.graph_ops()), 'op')}, "
+            f"{_n(report.graph_entries(), 'distinct input signature')} (one cached graph each)")
 
 
 def closing_lines(report: TraceReport) -> list[str]:
