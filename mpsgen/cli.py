@@ -545,6 +545,78 @@ def _print_new_op_list(found, as_json: bool, markdown: bool) -> None:
             click.echo("\n".join(aligned(header, rows, right=(0,))))
 
 
+
+@main.command("trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+              epilog=_examples(
+    "mpsgen trace --save ops.json train.py --epochs 1",
+    "mpsgen -C ~/pytorch trace --ops-file ops.json",
+    "mpsgen trace --markdown bench.py > trace.md",
+))
+@click.argument("script", required=False)
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
+@click.option("--ops-file", default=None, metavar="FILE", help="Analyse a recording saved earlier with --save instead of running a script.")
+@click.option("--save", default=None, metavar="FILE", help="Also write the recording to FILE (to analyse it later, against another checkout).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document: {script, ops, totals}.")
+@click.option("--markdown", is_flag=True, help="Print a GitHub Markdown table (to paste into an issue).")
+@_format_option("rich", "plain")
+@click.pass_obj
+def trace(state, script, script_args, ops_file, save, as_json, markdown, fmt):
+    """Run SCRIPT (as `python SCRIPT ARGS`, in this process) recording every ATen op it calls, and
+    report each op's MPS backing in the checkout, its calls and distinct input shapes (one cached
+    graph each on MPSGraph), and whether `migrate` can take it now. Options go before SCRIPT.
+
+    The script's printed output goes to stderr. Needs torch (pip install 'mpsgen[trace]').
+
+    Exit codes: 0 the script finished, 1 it raised or exited non-zero (the trace is still printed),
+    2 bad usage or input."""
+
+    def run():
+        from mpsgen.errors import MpsgenError
+        from mpsgen.scan import scan_checkout
+        from mpsgen.trace.analysis import analyse
+        from mpsgen.trace.recorder import load_recording, record_script, save_recording
+
+        if (script is None) == (ops_file is None):
+            raise MpsgenError("name a SCRIPT to run or pass --ops-file, not both" if script else "name a SCRIPT to run, or pass --ops-file FILE",
+                              hint="e.g. `mpsgen trace train.py`")
+        if as_json and markdown:
+            raise MpsgenError("--json and --markdown are two output formats", hint="pick one")
+        _one_format(as_json, fmt, "markdown" if markdown else None)
+        checkout = state.checkout()
+        recording = load_recording(ops_file) if ops_file else record_script(script, tuple(script_args))
+        if save:
+            save_recording(recording, save)
+        run_ = recording.script
+        if script and run_.traceback:
+            click.echo(run_.traceback.rstrip("\n"), err=True)
+        if script and (run_.exception or run_.exit_status):
+            what = run_.exception or f"exit status {run_.exit_status}"
+            click.echo(f"mpsgen: warning: {run_.path} stopped with {what}; the trace covers what ran before", err=True)
+        report = analyse(recording, scan_checkout(checkout))
+        if as_json:
+            from mpsgen.render.trace_json import trace_to_json
+
+            click.echo(json.dumps(trace_to_json(report), indent=2))
+        elif markdown:
+            from mpsgen.render.trace_text import trace_markdown
+
+            click.echo(trace_markdown(report), nl=False)
+        else:
+            from mpsgen.render.mode import RICH, resolve
+
+            if resolve(fmt, sys.stdout) == RICH:
+                from mpsgen.render.trace_table import render_trace
+
+                render_trace(report)
+            else:
+                from mpsgen.render.trace_text import trace_lines
+
+                click.echo("\n".join(trace_lines(report)))
+        return 1 if script and (run_.exception or run_.exit_status) else 0
+
+    sys.exit(run_guarded(state, run))
+
+
 def _with_progress(func, quiet):
     """Run `func(progress)` under a live progress display on stderr (when stderr is a terminal)."""
     if quiet or not sys.stderr.isatty():
