@@ -134,6 +134,10 @@ class Workspace:
             return self._overlay[rel]
         return self.checkout.read(rel)
 
+    def planned_texts(self) -> dict[str, str]:
+        """The files the plan has changed so far, as planned (rel -> text)."""
+        return dict(self._overlay)
+
     def exists(self, rel: str) -> bool:
         return rel in self._overlay or self.checkout.exists(rel)
 
