@@ -519,7 +519,7 @@ def choose_params_kernel(views, templates, spec, options):
         body = find_params_body(op=spec.op, name=spec.functor, params=params, expr=options.expr, dtypes=options.dtypes)
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
                            explicit=groups if existing else options.dtypes, body=body.describe,
-                           minimal=body.source == "placeholder", covers=covered_dtypes)
+                           minimal=body.source == "placeholder", covers=covered_dtypes, allowed=PARAMS_GROUPS)
     groups = params_groups(groups)
     check_groups(groups)
     if existing:
