@@ -85,12 +85,16 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                            minimal=body.source == "placeholder")
     if existing:
         return KernelChoice("existing", "", (), torch_dtypes_for(groups))
+    from mpsgen.c10lib import checkout_functions, fallback_notes
+
+    c10_functions = checkout_functions(views.ws)
     choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
                             expr=options.expr, groups=groups,
-                            namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)))
+                            namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)), c10_functions=c10_functions)
     macros = kernel.file.own_macros | views.c10_register_macros()
     registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
-    return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups))
+    return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
+                        notes=fallback_notes(body, c10_functions))
 
 
 # ------------------------------------------------------------------------------------------ steps
