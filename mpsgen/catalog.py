@@ -26,6 +26,10 @@ Adding an op:
    (name intermediate values) rather than relying on wrapping. Compute half/bfloat in float, use
    `precise::` where CPU is precise, write float literals (`1.0f`; Metal has no double) and cast
    explicitly back to T.
+   Where `c10/metal` has the function (log1p, ...), call it through `c10_macros.j2`
+   (`{{ log1p("e") }}` and `{{ log1p_helper() }}`): the checkout's `c10::metal::log1p` where its
+   headers declare it (template variable `c10_functions`, from `mpsgen.c10lib`), else a local
+   helper; list it in the table (`c10 = ["log1p"]`) so the plan notes the fallback. No `fast::`.
 2. Add its table to `catalog.toml`.
 3. Add its inputs and a Python reference to `OPS` in `tests/test_catalog.py`. The test compiles the
    rendered body (in both spellings) against `tests/metal_shim/metal_shim.h` with g++ and checks
@@ -55,7 +59,9 @@ _FIELDS = {"arity": int, "dtypes": list, "supports": list, "template": str, "not
 # (`defaults = { posinf = "std::numeric_limits<scalar_t>::max()" }`).
 # An op whose shared host function serves some dtypes itself, before the stub is called
 # (nan_to_num's copies integer inputs), lists their groups: `served_by_shared_code = ["integer"]`.
-_OPTIONAL_FIELDS = {"params": list, "defaults": dict, "served_by_shared_code": list}
+# The `c10::metal` functions a body calls where the checkout declares them (`c10 = ["log1p"]`),
+# else it keeps a local helper (mpsgen.c10lib).
+_OPTIONAL_FIELDS = {"params": list, "defaults": dict, "served_by_shared_code": list, "c10": list}
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ class CatalogEntry:
     params: tuple[str, ...] = ()
     defaults: tuple[tuple[str, str], ...] = ()
     served_by_shared_code: tuple[str, ...] = ()  # dtype groups the shared host function serves itself
+    c10: tuple[str, ...] = ()  # c10::metal functions the body calls where the checkout declares them
 
     @property
     def template_name(self) -> str:
@@ -158,7 +165,10 @@ def _entry(op: str, table: object, path: Path, text: str, template_dir: Path) ->
         raise MpsgenError(f"catalog entry {op!r}: default for {stray[0]!r}, which is not a string for one of its params",
                           location=where)
     served = _groups(op, "served_by_shared_code", table["served_by_shared_code"], where) if "served_by_shared_code" in table else ()
-    return CatalogEntry(op, table["arity"], dtypes, supports, table["template"], table["note"], params, defaults, served)
+    c10 = tuple(table.get("c10", ()))
+    if not all(isinstance(name, str) and name.isidentifier() for name in c10):
+        raise MpsgenError(f"catalog entry {op!r}: c10 must be c10::metal function names", location=where)
+    return CatalogEntry(op, table["arity"], dtypes, supports, table["template"], table["note"], params, defaults, served, c10)
 
 
 def _groups(op: str, key: str, names: list, where: Location) -> tuple[str, ...]:

@@ -136,6 +136,10 @@ class Workspace:
             return self._overlay[rel]
         return self.checkout.read(rel)
 
+    def planned_texts(self) -> dict[str, str]:
+        """The files the plan has changed so far, as planned (rel -> text)."""
+        return dict(self._overlay)
+
     def exists(self, rel: str) -> bool:
         return rel in self._overlay or self.checkout.exists(rel)
 
@@ -154,9 +158,20 @@ class Workspace:
         current = self.read(change.path) if self.exists(change.path) else None
         if change.text != (current if current is not None else ""):
             self.write(change.path, change.text)
-        self._changes.extend(change.changes)
+            self._follow_edit(change.path, current or "", change.text, change.changes)
+        else:
+            self._changes.extend(change.changes)
         for note in change.notes:
             self.add_note(note)
+
+    def _follow_edit(self, rel: str, before: str, after: str, new: tuple[Change, ...] = ()) -> None:
+        """Move the reports on `rel` to their lines in `after` (see mpsgen.linemap); `new` are the
+        editing family's own, given at a line of `before` or of `after`."""
+        from mpsgen.linemap import EditMap, settle
+
+        edit = EditMap(before, after)
+        self._changes = [settle(c, edit, reported_after=False) if c.location.path == rel else c for c in self._changes]
+        self._changes.extend(settle(c, edit, reported_after=True) if c.location.path == rel else c for c in new)
 
     def add_step(self, step: str) -> None:
         """A next step for the user (build, run a test), shown apart from the notes."""
@@ -179,6 +194,9 @@ class Workspace:
                 if created:
                     new_files.add(rel)
         formatted, note = format_planned_texts(self.checkout.root, texts)
+        for rel, (_before, after) in texts.items():
+            if formatted[rel] != after:
+                self._follow_edit(rel, after, formatted[rel])
         if note is not None:
             self.add_note(Note("info", note))
         edits = [FileEdit(rel, before, formatted[rel], sha256_text(before), rel in new_files)

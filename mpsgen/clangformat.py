@@ -3,8 +3,10 @@
 clang-format is asked for its replacements (`--output-replacements-xml`) restricted to the added
 line ranges (`--lines=A:B`); only replacements that lie wholly inside those lines are applied, so
 every byte outside them stays as it was even where clang-format would like to touch a neighbour.
-The executable is `clang-format` on PATH, else the one the `clang-format` Python package ships
-(`pip install 'mpsgen[format]'`)."""
+The executable is the one the `clang-format` Python package ships (a dependency of mpsgen, so the
+version is the one mpsgen was installed with), else `clang-format` on PATH. Formatting is not
+optional: without an executable, commands that write stop before writing (exit 2); only a checkout
+without a `.clang-format` gets its added lines as the templates write them, with a note."""
 
 from __future__ import annotations
 
@@ -14,11 +16,14 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Location
+
 # Files clang-format formats, and the name it is told to assume for each (it has no idea of Metal:
 # PyTorch lints .metal files as C++).
 ASSUMED_SUFFIX = {".metal": ".cpp", ".h": ".h", ".cpp": ".cpp", ".cc": ".cpp", ".cu": ".cu", ".mm": ".mm", ".m": ".m"}
 STYLE_FILES = (".clang-format", "_clang-format")
-INSTALL_HINT = "pip install 'mpsgen[format]'"
+INSTALL_HINT = "reinstall mpsgen: clang-format is one of its dependencies"
 TIMEOUT_S = 60
 
 
@@ -36,16 +41,13 @@ class ClangFormatError(Exception):
 
 
 def find_executable() -> str | None:
-    """`clang-format` on PATH, else the binary of the `clang-format` Python package, else None."""
-    found = shutil.which("clang-format")
-    if found:
-        return found
+    """The binary of the `clang-format` Python package, else `clang-format` on PATH, else None."""
     try:
         import clang_format
     except ImportError:
-        return None
+        return shutil.which("clang-format")
     path = Path(clang_format.get_executable("clang-format"))
-    return str(path) if path.is_file() else None
+    return str(path) if path.is_file() else shutil.which("clang-format")
 
 
 def find_style(root: Path) -> Path | None:
@@ -178,18 +180,24 @@ class Formatter:
 
 def format_planned_texts(root: Path, texts: dict[str, tuple[str, str]]) -> tuple[dict[str, str], str | None]:
     """The planned after-texts (`rel -> (before, after)`) with their added C++/Metal/Objective-C++
-    lines formatted by the checkout's `.clang-format`, and a note when that could not be done.
+    lines formatted by the checkout's `.clang-format`, and a note when the checkout has none (then the
+    lines stay as the templates write them). No clang-format executable, or one that fails, is an
+    error: nothing is written unformatted.
     Files clang-format does not handle, and files with nothing added, come back unchanged."""
     candidates = {rel: pair for rel, pair in texts.items() if formats(rel) and added_line_ranges(*pair)}
     out = {rel: after for rel, (_before, after) in texts.items()}
     if not candidates:
         return out, None
     formatter = Formatter.for_checkout(root)
-    if formatter.reason is not None:
+    if formatter.style is None:
         return out, f"added C++/Metal lines left as the templates write them: {formatter.reason}"
-    try:
-        for rel, (before, after) in candidates.items():
+    if formatter.executable is None:
+        raise MpsgenError("no clang-format executable found to format the added lines by the checkout's .clang-format",
+                          location=Location(str(formatter.style), 1), hint=INSTALL_HINT)
+    for rel, (before, after) in candidates.items():
+        try:
             out[rel] = formatter.format_added(rel, before, after)
-    except ClangFormatError as exc:
-        return {rel: after for rel, (_before, after) in texts.items()}, f"added C++/Metal lines not formatted: {exc}"
+        except ClangFormatError as exc:
+            raise MpsgenError(f"cannot format the lines added to {rel}: {exc}", location=Location(rel, 1),
+                              hint="check the checkout's .clang-format with clang-format --dump-config") from None
     return out, None

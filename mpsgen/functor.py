@@ -144,12 +144,13 @@ def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
 
 def render_functor(templates: Templates, body: Body, *, name: str, arity: int, alpha: bool,
                    expr: str | None, groups: tuple[str, ...],
-                   namespaces: NamespacePrefixes | None = None) -> FunctorChoice:
+                   namespaces: NamespacePrefixes | None = None, c10_functions: frozenset[str] = frozenset()) -> FunctorChoice:
     """The functor text for `body`, with an overload for each of `groups`, spelled with the kernel
-    file's namespace prefixes."""
+    file's namespace prefixes; `c10_functions`: the checkout's `c10::metal` functions
+    (`mpsgen.c10lib`), which catalog bodies call instead of local helpers."""
     groups = effective_groups(groups)
     operands = operands_for(arity, alpha)
-    spelling = (namespaces or NamespacePrefixes()).template_vars()
+    spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
     if body.source == "expr":
         text = templates.render("functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
                                 groups=groups, **spelling)

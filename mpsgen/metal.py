@@ -157,11 +157,6 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
     out: list[Registration] = []
     for group in groups:
         types = METAL_INPUT_TYPES[group]
-        if alpha and group == "int2float":
-            raise MpsgenError(
-                "dtype group int2float cannot be used with an alpha kernel (alpha kernels keep the input type)",
-                hint="use --dtypes float or float,integer",
-            )
         if arity == 2 and not alpha and group in BINARY_GROUP_MACROS and BINARY_GROUP_MACROS[group] in macros:
             out.append(Registration(BINARY_GROUP_MACROS[group], (name,)))
             continue
@@ -178,7 +173,9 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
             )
         for t in types:
             out_type = "float" if group == "int2float" else t
-            args = (name, t, t, t) if alpha else (name, t, out_type)
+            # alpha kernels: (input, alpha, output); the host passes alpha in the iterator's common
+            # dtype, which is float for integer inputs of an op that promotes them to float
+            args = (name, t, out_type, out_type) if alpha else (name, t, out_type)
             out.append(Registration(macro, args))
     return out
 

@@ -454,12 +454,14 @@ def find_params_body(*, op: str, name: str, params: ParamsSpec, expr: str | None
 
 
 def render_params_functor(templates, body, *, name: str, params: ParamsSpec, expr: str | None,
-                          groups: tuple[str, ...], namespaces: NamespacePrefixes | None = None):
-    """The functor text of `body` for `groups`, spelled with the kernel file's namespace prefixes."""
+                          groups: tuple[str, ...], namespaces: NamespacePrefixes | None = None,
+                          c10_functions: frozenset[str] = frozenset()):
+    """The functor text of `body` for `groups`, spelled with the kernel file's namespace prefixes
+    (catalog bodies call the checkout's `c10_functions` where they can)."""
     from mpsgen.functor import ARITY_WORDS, OPERANDS, FunctorChoice
 
     operands = OPERANDS[params.arity]
-    spelling = (namespaces or NamespacePrefixes()).template_vars()
+    spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
     if body.source == "expr":
         used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", expr or ""))
         text = templates.render("params_functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
@@ -498,6 +500,7 @@ def render_host_kernel(templates, *, function: str, iterator_type: str, kernel_n
 def choose_params_kernel(views, templates, spec, options):
     """What a params op's kernel step writes (`mpsgen.pipeline.KernelChoice`): body, groups by the
     shared rules (with the exact coverage of params registrations), registration macro."""
+    from mpsgen.c10lib import checkout_functions, fallback_notes
     from mpsgen.functor import Body
     from mpsgen.pipeline import KernelChoice
     from mpsgen.rules import choose_groups
@@ -519,14 +522,17 @@ def choose_params_kernel(views, templates, spec, options):
         body = find_params_body(op=spec.op, name=spec.functor, params=params, expr=options.expr, dtypes=options.dtypes)
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
                            explicit=groups if existing else options.dtypes, body=body.describe,
-                           minimal=body.source == "placeholder", covers=covered_dtypes)
+                           minimal=body.source == "placeholder", covers=covered_dtypes, allowed=PARAMS_GROUPS)
     groups = params_groups(groups)
     check_groups(groups)
+    notes_c10: tuple = ()
     if existing:
         text, regs = "", ()
     else:
         text = render_params_functor(templates, body, name=spec.functor, params=params, expr=options.expr,
-                                     groups=groups, namespaces=namespace_prefixes(views.ws.read(spec.kernel_file))).text
+                                     groups=groups, namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)),
+                                     c10_functions=checkout_functions(views.ws)).text
+        notes_c10 = fallback_notes(body, checkout_functions(views.ws))
         check_macros(params, kernel.file.own_macros | views.c10_register_macros(), spec.kernel_file)
         regs = tuple(registrations(params, groups))
     params = replace(params, groups=groups)
@@ -534,7 +540,7 @@ def choose_params_kernel(views, templates, spec, options):
         Note("todo", f"{params.struct}.{field.name}: no catalog default for an unset {field.name}; the host passes "
                      f"0 with has_{field.name} = false (resolve it as the CPU kernel does, in the host or the functor)")
         for field in params.fields if field.kind == "optional" and not field.default_known
-    )
+    ) + notes_c10
     macro = "" if params.macro in kernel.file.own_macros else registration_macro(templates, params, spec.functor)
     return KernelChoice(body.source, text, regs, covered_dtypes(groups), macro, params, notes)
 

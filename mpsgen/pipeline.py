@@ -85,12 +85,16 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                            minimal=body.source == "placeholder")
     if existing:
         return KernelChoice("existing", "", (), torch_dtypes_for(groups))
+    from mpsgen.c10lib import checkout_functions, fallback_notes
+
+    c10_functions = checkout_functions(views.ws)
     choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
                             expr=options.expr, groups=groups,
-                            namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)))
+                            namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)), c10_functions=c10_functions)
     macros = kernel.file.own_macros | views.c10_register_macros()
     registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
-    return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups))
+    return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
+                        notes=fallback_notes(body, c10_functions))
 
 
 # ------------------------------------------------------------------------------------------ steps
@@ -180,9 +184,39 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
         ws.add_note(Note("info", f"{spec.op} is already native Metal ({spec.stub.name} -> {reg.function})", reg.location))
         return
     context = StepContext(views, templates, spec, options, choose_kernel(views, templates, spec, options))
-    for _name, step in steps:
+    for name, step in steps:
         for change in step(context):
             ws.apply(change)
+        if name == "kernel" and options.expr is not None and context.kernel.text:
+            check_expr(views, spec, options.expr)
     ws.add_step("build: cd build && ninja torch_cpu")
     for test in test_names(facts) or (f"test_output_match_{spec.op}",):
         ws.add_step(f"test: python test/test_mps.py -k {test}")
+
+
+def check_expr(views: Views, spec: OpSpec, expr: str) -> None:
+    """`--expr` compiled before anything is written: the kernel file as planned (the rendered
+    functor and its registrations, which instantiate it for every dtype group it registers) with
+    the host compiler, mpsgen's Metal prelude and the checkout's own headers. An error in the new
+    functor's code is exit 2 naming the expression and the compiler's message; errors elsewhere
+    in the file are verify's business. Without a compiler, a note says the expression was not
+    checked."""
+    from mpsgen.errors import MpsgenError
+    from mpsgen.metalhost.check import SKIPPED, DiagnosticContext, compile_metal_file
+    from mpsgen.metalhost.owners import diagnostic_owners
+
+    rel = spec.kernel_file
+    # with the headers as planned too (a params kernel's struct is added to its header)
+    result = compile_metal_file(views.checkout.root, rel, text=views.ws.read(rel), texts=views.ws.planned_texts())
+    if result.status == SKIPPED:
+        views.ws.add_note(Note("info", f"--expr {expr!r} was not compiled before writing: {result.reason}"))
+        return
+    owners = views.code_owners(rel)
+    contexts = result.contexts or (DiagnosticContext(),) * len(result.diagnostics)
+    mine = [(where, message) for (where, message), context in zip(result.diagnostics, contexts)
+            if spec.functor in diagnostic_owners(context.lines, owners, context.functors)]
+    if mine:
+        where, message = mine[0]
+        more = f" (+{len(mine) - 1} more)" if len(mine) > 1 else ""
+        raise MpsgenError(f"--expr {expr!r} does not compile in {spec.functor}_functor: {message}{more}",
+                          location=where, hint="fix the expression; nothing was written")

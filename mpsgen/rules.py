@@ -320,6 +320,21 @@ def groups_for_dtypes(dtypes: frozenset[str], supports: tuple[str, ...], promote
     return tuple(g for g in GROUPS if g in chosen)
 
 
+def _proposal(groups: tuple[str, ...], expected: frozenset[str], allowed: tuple[str, ...], promotes: bool,
+              covers) -> tuple[str, ...]:
+    """One `--dtypes` value the same command accepts that registers everything `expected` (and keeps
+    what `groups` registers): the groups of `allowed` for the expected dtypes, plus `groups`, with one
+    integer group (the expected one) and bool on its own only where that integer group lacks it."""
+    wanted = set(groups_for_dtypes(frozenset(expected), allowed, promotes, covers))
+    wanted |= {g for g in groups if g in allowed}
+    for one, other in (("int2float", "integer"), ("integer", "int2float")):
+        if one in wanted and other in wanted:
+            wanted.discard(other if one in groups_for_dtypes(frozenset(expected), allowed, promotes, covers) else one)
+    if "bool" in wanted and "bool" in covers(tuple(g for g in wanted if g != "bool")):
+        wanted.discard("bool")
+    return tuple(g for g in GROUPS if g in wanted)
+
+
 def promotes_int_to_float(facts: OpFacts) -> bool:
     return any(ref.promotes_int_to_float for ref in facts.refs if ref.kind != "python-ref")
 
@@ -334,16 +349,31 @@ def choose_groups(
     body: str,
     minimal: bool = False,
     covers=None,
+    allowed: tuple[str, ...] | None = None,
 ) -> tuple[str, ...]:
     """The dtype groups to register. `supports`: what the body can serve; `defaults`: the groups to
     use when no OpInfo says what MPS tests; `explicit`: `--dtypes`; `minimal` (a placeholder body,
     still to be written): only the defaults and what the tests expect to work now. Refuses (exit 2)
     when the result would not register a dtype the tests expect to work now. `covers`: the torch
-    dtypes some groups register (default `mpsgen.dtypes.torch_dtypes_for`)."""
+    dtypes some groups register (default `mpsgen.dtypes.torch_dtypes_for`); `allowed`: the groups
+    `--dtypes` accepts for this kernel (default all). A refusal proposes one `--dtypes` value, from
+    `allowed`, that registers every dtype the tests expect at once. Integer inputs of an op that
+    promotes them to float (`promotes_int_to_float`) are refused as `integer` (integer output)."""
     from mpsgen.dtypes import torch_dtypes_for
 
     covers = covers or torch_dtypes_for
+    allowed = allowed or tuple(GROUPS)
+    promotes = promotes_int_to_float(facts)
     exp = expectation(views, facts)
+    requested = explicit is not None and not body.startswith("the existing ")  # --dtypes, not the file's own
+    if requested and "integer" in explicit and promotes and "int2float" in allowed:
+        proposal = ",".join(g for g in GROUPS if g in set(explicit) - {"integer"} | {"int2float"})
+        raise MpsgenError(
+            f"{facts.op}: integer inputs give float (promotes_int_to_float); dtype group 'integer' would register "
+            f"integer outputs for them",
+            location=facts.entries[0].location,
+            hint=f"pass --dtypes {proposal}",
+        )
     if explicit is not None:
         groups = explicit
     elif minimal:
@@ -356,8 +386,7 @@ def choose_groups(
     lost = sorted(exp.expected - covers(groups) - served_by_shared_code(facts))
     if lost:
         where = exp.source or "the default float32/float16"
-        wanted = groups_for_dtypes(frozenset(lost), tuple(GROUPS), promotes_int_to_float(facts))
-        need = ",".join(g for g in GROUPS if g in set(groups) | set(wanted))
+        need = ",".join(_proposal(groups, exp.expected - served_by_shared_code(facts), allowed, promotes, covers))
         raise MpsgenError(
             f"{facts.op}: registering {', '.join(groups) or 'nothing'} would lose {', '.join(lost)}, which the "
             f"tests expect to work now (tested by the OpInfo at {where}; no xfail declares them failing)",

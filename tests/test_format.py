@@ -248,7 +248,7 @@ def test_verify_format_passes_after_migrate_and_names_the_ops_own_misformatted_l
     assert _format_result(root, "mish").status == "passed"
     metal, host = root / ACTIVATION_METAL, root / ACTIVATION_MM
     metal.write_text(metal.read_text()
-                     .replace("f * precise::tanh(softplus_(f))", "f*precise::tanh(softplus_(f))")
+                     .replace("f * precise::tanh(sp)", "f*precise::tanh(sp)")
                      .replace("struct hardsigmoid_functor {", "struct   hardsigmoid_functor{"))
     host.write_text(host.read_text().replace('lib.exec_unary_kernel(iter, "mish");', 'lib.exec_unary_kernel(iter,"mish");'))
     result = _format_result(root, "mish")
@@ -289,7 +289,32 @@ def test_verify_format_is_skipped_with_the_reason_without_an_executable(tmp_path
     monkeypatch.setattr(mpsgen.clangformat, "find_executable", lambda: None)
     result = _format_result(root, "logaddexp")
     assert result.status == "skipped"
-    assert result.reason.startswith("no clang-format executable found (pip install")
+    assert result.reason == "no clang-format executable found (reinstall mpsgen: clang-format is one of its dependencies)"
+
+
+def test_without_a_clang_format_executable_nothing_is_written(tmp_path, monkeypatch):
+    import mpsgen.clangformat
+
+    root = copy_checkout(tmp_path)
+    (root / ".clang-format").write_text("BasedOnStyle: LLVM\n", encoding="utf-8")
+    before = snapshot(root)
+    monkeypatch.setattr(mpsgen.clangformat, "find_executable", lambda: None)
+    result = run_cli(["-C", str(root), "new-op", "hypot"])
+    assert result.exit_code == 2, result.output
+    assert "no clang-format executable found to format the added lines" in result.stderr
+    assert "reinstall mpsgen: clang-format is one of its dependencies" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert snapshot(root) == before
+
+
+def test_a_clang_format_that_fails_stops_before_writing(tmp_path):
+    root = copy_checkout(tmp_path)
+    (root / ".clang-format").write_text("NoSuchOption: 1\n", encoding="utf-8")
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "new-op", "hypot"])
+    assert result.exit_code == 2, result.output
+    assert "cannot format the lines added to aten/src/ATen/native/mps/" in result.stderr
+    assert snapshot(root) == before
 
 
 # ---- the generated shapes themselves ------------------------------------------------------------

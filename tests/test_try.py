@@ -270,7 +270,19 @@ def test_the_opinfo_mps_tolerance_replaces_the_default(every_catalog_body):
 @needs_torch
 def test_a_kernel_returning_another_type_than_the_cpu_op_fails(tmp_path):
     root = copy_checkout(tmp_path)
-    _apply(root, "new-op", "copysign", "--dtypes", "float,integer", "--expr", "a")
+    # mpsgen refuses `integer` for an op that promotes integers to float: make the wrong kernel by hand
+    _apply(root, "new-op", "copysign", "--dtypes", "float,int2float", "--expr", "a")
+    kernel = root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    text = kernel.read_text(encoding="utf-8")
+    wrong = text.replace("REGISTER_INT2FLOAT_BINARY_OP(copysign);", "REGISTER_INTEGER_BINARY_OP(copysign);")
+    wrong = wrong.replace("  inline float operator()(const T a_, const T b_) {\n"
+                          "    const float a = static_cast<float>(a_);\n"
+                          "    const float b = static_cast<float>(b_);\n"
+                          "    return a;\n",
+                          "  inline T operator()(const T a, const T b) {\n"
+                          "    return static_cast<T>(a);\n")
+    assert wrong.count("REGISTER_INTEGER_BINARY_OP(copysign);") == 1 and "inline T operator()(const T a, const T b)" in wrong
+    kernel.write_text(wrong, encoding="utf-8")
     report = try_op(Checkout.find(root), "copysign", TryOptions(reference="torch", samples=4))
     ints = next(r for r in report.results if r.metal_type == "int")
     assert (ints.status, ints.out_type) == ("failed", "int")

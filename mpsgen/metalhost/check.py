@@ -6,6 +6,7 @@ import re
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,11 +43,11 @@ class CompileResult:
 
 
 def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | None = None,
-                       compiler: Compiler | None = None) -> CompileResult:
+                       compiler: Compiler | None = None, texts: Mapping[str, str] | None = None) -> CompileResult:
     """Check the kernel file `rel_path` (relative to `checkout_root`, or `text` in its place) with
     the checkout's own c10/metal headers: one `-fsyntax-only` run of the host compiler on rewritten
     copies (`rewrite.rewrite_metal`: unsuffixed floating literals are read as float, as in Metal).
-    Diagnostics name checkout paths."""
+    Diagnostics name checkout paths. `texts`: other files (the headers it includes) as planned."""
     root = Path(checkout_root)
     if compiler is None:
         compiler, why = find_compiler()
@@ -56,7 +57,7 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
         text = (root / rel_path).read_text(encoding="utf-8", errors="replace")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mpsgen-metal-") as work:
-        tree = copy_tree(root, rel_path, Path(work), main_text=text)
+        tree = copy_tree(root, rel_path, Path(work), main_text=text, texts=texts)
         command = compiler.syntax_command(tree.main, include_roots(Path(work)))
         try:
             ran = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)

@@ -7,7 +7,9 @@ Comments and string literals are never touched (they are found with `cpp.mask_co
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,13 +204,13 @@ def includes(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def _resolve(root: Path, including: str, kind: str, name: str) -> str | None:
+def _resolve(root: Path, including: str, kind: str, name: str, planned: frozenset[str] = frozenset()) -> str | None:
     candidates = []
     if kind == '"':
         candidates.append(root / Path(including).parent / name)
     candidates.extend(base / name for base in include_roots(root))
     for path in candidates:
-        if path.is_file():
+        if path.is_file() or (planned and _rel(root, path) in planned):
             try:
                 return path.resolve().relative_to(root.resolve()).as_posix()
             except ValueError:
@@ -216,10 +218,23 @@ def _resolve(root: Path, including: str, kind: str, name: str) -> str | None:
     return None
 
 
-def copy_tree(root: Path, rel_path: str, directory: Path, main_text: str | None = None) -> CopiedTree:
+def _rel(root: Path, path: Path) -> str | None:
+    try:
+        return Path(os.path.normpath(path)).relative_to(Path(os.path.normpath(root))).as_posix()
+    except ValueError:
+        return None
+
+
+def copy_tree(root: Path, rel_path: str, directory: Path, main_text: str | None = None,
+              texts: Mapping[str, str] | None = None) -> CopiedTree:
     """Copy `rel_path` and the checkout headers it includes (transitively) into `directory`, each
     rewritten with `rewrite_metal` and headed by a `#line` directive naming its checkout path.
-    Headers the checkout does not have (`<metal_stdlib>`) are left to the prelude's include path."""
+    Headers the checkout does not have (`<metal_stdlib>`) are left to the prelude's include path.
+    `texts`: files as planned (rel -> text), read in place of the checkout's (new ones too)."""
+    texts = dict(texts or {})
+    if main_text is not None:
+        texts[rel_path] = main_text
+    planned = frozenset(texts)
     seen: list[str] = []
     queue = [rel_path]
     while queue:
@@ -227,13 +242,12 @@ def copy_tree(root: Path, rel_path: str, directory: Path, main_text: str | None 
         if rel in seen:
             continue
         seen.append(rel)
-        text = main_text if (rel == rel_path and main_text is not None) else (root / rel).read_text(
-            encoding="utf-8", errors="replace")
+        text = texts[rel] if rel in texts else (root / rel).read_text(encoding="utf-8", errors="replace")
         target = directory / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(f'#line 1 "{rel}"\n' + rewrite_metal(text), encoding="utf-8")
         for kind, name in includes(text):
-            found = _resolve(root, rel, kind, name)
+            found = _resolve(root, rel, kind, name, planned)
             if found is not None and found not in seen:
                 queue.append(found)
     return CopiedTree(directory, directory / rel_path, tuple(seen))

@@ -1,0 +1,47 @@
+"""Which `c10::metal` functions a checkout's headers declare, so that functor bodies call them
+rather than carry a helper of their own (PyTorch's MPS review asks for the c10/metal lineage).
+
+Read from `c10/metal/*.h` as the Workspace holds them: the names of functions defined there
+(`inline float log1p(float x) {`, templates included). A catalog body lists the ones it calls
+when present (`c10 = ["log1p"]` in catalog.toml); without one, its template keeps a local helper
+and the plan says so in a note."""
+
+from __future__ import annotations
+
+import re
+
+from mpsgen.cpp import mask_code
+
+C10_METAL_DIR = "c10/metal"
+# `inline <type> name(` (after any `template <...>`): a function defined at namespace scope
+_FUNCTION = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:constexpr[ \t]+)?inline[ \t]+[\w:<>, ]+?[ \t&*]+(\w+)[ \t]*\(", re.M)
+
+
+def declared_functions(texts) -> frozenset[str]:
+    """The function names the header texts define."""
+    return frozenset(m.group(1) for text in texts for m in _FUNCTION.finditer(mask_code(text)))
+
+
+def checkout_functions(ws) -> frozenset[str]:
+    """The `c10::metal` functions of the checkout (Workspace) `ws`."""
+    root = ws.checkout.root / C10_METAL_DIR
+    if not root.is_dir():
+        return frozenset()
+    names = sorted(p.name for p in root.glob("*.h"))
+    return declared_functions(ws.read(f"{C10_METAL_DIR}/{name}") for name in names)
+
+
+def fallback_notes(body, functions: frozenset[str]) -> tuple:
+    """A note for a catalog body that keeps a local helper because the checkout's c10/metal lacks
+    a function it would call (its catalog entry's `c10` list)."""
+    from mpsgen.catalog import load_catalog
+    from mpsgen.model import Note
+
+    if body.source != "catalog":
+        return ()
+    entry = next((e for e in load_catalog().values() if e.template_name == body.template), None)
+    missing = [name for name in (entry.c10 if entry else ()) if name not in functions]
+    if not missing:
+        return ()
+    names = ", ".join(f"c10::metal::{name}" for name in missing)
+    return (Note("info", f"{entry.op}_functor carries a local helper: this checkout's {C10_METAL_DIR} headers declare no {names}"),)

@@ -1,0 +1,170 @@
+"""Dtype advice converges: a refusal proposes one `--dtypes` value that the same command accepts,
+with every group the tests need at once; integer inputs of an op that promotes them to float are
+registered with a float output, alpha kernels too."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mpsgen.metalhost.compiler import find_compiler
+from support import copy_checkout, every_file, run_cli
+
+MPS = "aten/src/ATen/native/mps"
+CMI = "torch/testing/_internal/common_methods_invocations.py"
+YAML = "aten/src/ATen/native/native_functions.yaml"
+LOGIT_EXPR = "log(x / (1.0f - x))"
+THRESHOLD_EXPR = "a <= threshold ? value : b"
+
+# logit's entries as upstream lays them out (facts: an unstructured functional, in-place and out
+# variant, the functional and out ones served by MPSGraph functions), and its stub, which takes a
+# Scalar: an alpha kernel.
+LOGIT_YAML = """
+- func: logit(Tensor self, float? eps=None) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU, CUDA: logit
+    MPS: logit_mps
+  tags: pointwise
+
+- func: logit.out(Tensor self, float? eps=None, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA: logit_out
+    MPS: logit_out_mps
+  tags: pointwise
+"""
+
+
+# and its MPSGraph implementation, in the shape of the file's other graph functions
+LOGIT_MM = """
+Tensor& logit_out_mps(const Tensor& self, std::optional<double> eps, Tensor& output) {
+  mps::unary_op(self, output, "logit_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
+    MPSGraphTensor* one = [mpsGraph constantWithScalar:1.0 dataType:inputTensor.dataType];
+    MPSGraphTensor* rest = [mpsGraph subtractionWithPrimaryTensor:one secondaryTensor:inputTensor name:nil];
+    MPSGraphTensor* ratio = [mpsGraph divisionWithPrimaryTensor:inputTensor secondaryTensor:rest name:nil];
+    return [mpsGraph logarithmWithTensor:ratio name:nil];
+  });
+  return output;
+}
+
+Tensor logit_mps(const Tensor& self, std::optional<double> eps) {
+  Tensor output = at::empty_like(self);
+  logit_out_mps(self, eps, output);
+  return output;
+}
+"""
+
+
+def with_logit(tmp_path):
+    root = copy_checkout(tmp_path)
+    mm = root / MPS / "operations/UnaryOps.mm"
+    text = mm.read_text(encoding="utf-8")
+    end = "\n} // namespace at::native\n"
+    assert text.endswith(end)
+    mm.write_text(text[: -len(end)] + "\n" + LOGIT_MM + end, encoding="utf-8")
+    yaml = root / YAML
+    yaml.write_text(yaml.read_text(encoding="utf-8") + LOGIT_YAML, encoding="utf-8")
+    # MPS tests logit's integer inputs, as upstream does once a kernel serves them: no xfail for them
+    lists = root / "torch/testing/_internal/common_mps.py"
+    text = lists.read_text(encoding="utf-8")
+    entry = '            "logit": [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool],\n'
+    assert entry in text
+    lists.write_text(text.replace(entry, ""), encoding="utf-8")
+    cmi = root / CMI
+    text = cmi.read_text(encoding="utf-8")
+    skip = re.search(r"\n +# integer inputs are not implemented by the graph path\n.*?dtypes=integral_types\(\)\),", text, re.S)
+    assert skip
+    cmi.write_text(text[: skip.start()] + text[skip.end():], encoding="utf-8")
+    header = root / "aten/src/ATen/native/UnaryOps.h"
+    text = header.read_text(encoding="utf-8")
+    anchor = "DECLARE_DISPATCH(unary_fn, asinh_stub)\n"
+    assert anchor in text
+    header.write_text(text.replace(anchor, anchor + "DECLARE_DISPATCH(unary_fn_with_scalar, logit_stub)\n"), encoding="utf-8")
+    return root
+
+
+def with_bool_threshold(tmp_path):
+    """threshold as upstream tests it: bool among its OpInfo dtypes."""
+    root = copy_checkout(tmp_path)
+    path = root / CMI
+    text = path.read_text(encoding="utf-8")
+    old = "           aten_name='threshold',\n           dtypes=all_types_and(torch.half, torch.bfloat16),"
+    assert old in text
+    path.write_text(text.replace(old, old.replace("all_types_and(torch.half", "all_types_and(torch.bool, torch.half")),
+                    encoding="utf-8")
+    return root
+
+
+def proposed(stderr: str) -> str:
+    found = re.findall(r"--dtypes (\S+?)\)?$", stderr.strip())
+    assert len(found) == 1, stderr
+    return found[0]
+
+
+def _advice_then_accepted(root, argv):
+    """The first run refuses with one --dtypes value; the same command with it is accepted and
+    writes. Returns (value, the second run's result)."""
+    before = every_file(root)
+    first = run_cli(["-C", str(root), *argv])
+    assert first.exit_code == 2, first.output
+    assert every_file(root) == before
+    value = proposed(first.stderr)
+    second = run_cli(["-C", str(root), *argv, "--dtypes", value])
+    assert second.exit_code == 0, second.output
+    return value, second
+
+
+def test_logit_advice_works_the_first_time_and_integers_give_float(tmp_path):
+    root = with_logit(tmp_path)
+    value, _ = _advice_then_accepted(root, ["migrate", "logit", "--expr", LOGIT_EXPR])
+    assert value == "float,int2float"
+    text = (root / MPS / "kernels/UnaryKernel.metal").read_text(encoding="utf-8")
+    added = [line for line in text.splitlines() if line.startswith("REGISTER_UNARY_ALPHA_OP(logit,")]
+    assert added == [
+        "REGISTER_UNARY_ALPHA_OP(logit, float, float, float);",
+        "REGISTER_UNARY_ALPHA_OP(logit, half, half, half);",
+        "REGISTER_UNARY_ALPHA_OP(logit, bfloat, bfloat, bfloat);",
+        "REGISTER_UNARY_ALPHA_OP(logit, long, float, float);",
+        "REGISTER_UNARY_ALPHA_OP(logit, int, float, float);",
+        "REGISTER_UNARY_ALPHA_OP(logit, short, float, float);",
+        "REGISTER_UNARY_ALPHA_OP(logit, uchar, float, float);",
+        "REGISTER_UNARY_ALPHA_OP(logit, char, float, float);",
+        "REGISTER_UNARY_ALPHA_OP(logit, bool, float, float);",
+    ]
+    # the integer overload returns float and takes alpha as float (the iterator's common dtype)
+    assert "  inline float operator()(const T x_, const float alpha_) {\n" in text
+
+
+def test_integer_outputs_for_an_op_that_promotes_are_refused_with_the_accepted_value(tmp_path):
+    root = with_logit(tmp_path)
+    before = every_file(root)
+    result = run_cli(["-C", str(root), "migrate", "logit", "--expr", LOGIT_EXPR, "--dtypes", "float,integer"])
+    assert result.exit_code == 2
+    assert "logit: integer inputs give float (promotes_int_to_float); dtype group 'integer' would register " \
+           "integer outputs for them" in result.stderr
+    assert proposed(result.stderr) == "float,int2float"
+    assert every_file(root) == before
+
+
+@pytest.mark.skipif(find_compiler()[0] is None, reason="no C++ compiler (g++/clang++) on PATH")
+def test_logits_integer_alpha_overload_compiles(tmp_path):
+    root = with_logit(tmp_path)
+    result = run_cli(["-C", str(root), "migrate", "logit", "--expr", LOGIT_EXPR, "--dtypes", "float,int2float",
+                      "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "was not compiled" not in result.stderr
+
+
+def test_threshold_advice_lists_bool_at_once(tmp_path):
+    root = with_bool_threshold(tmp_path)
+    value, _ = _advice_then_accepted(root, ["migrate", "threshold", "--expr", THRESHOLD_EXPR])
+    assert value == "float,integer,bool"
+    text = (root / MPS / "kernels/ActivationKernel.metal").read_text(encoding="utf-8")
+    assert "REGISTER_THRESHOLD_OP(bool);" in text and "REGISTER_THRESHOLD_OP(long);" in text
+
+
+def test_threshold_advice_without_bool_in_the_tests_stays_integer(tmp_path):
+    root = copy_checkout(tmp_path)
+    value, _ = _advice_then_accepted(root, ["migrate", "threshold", "--expr", THRESHOLD_EXPR])
+    assert value == "float,integer"
