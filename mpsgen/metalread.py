@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mpsgen.cpp import mask_code
+from mpsgen.cpp import mask_code, match_brace
 
 # Where `#include <...>` looks, relative to the checkout root (`<c10/metal/x.h>`, `<ATen/...>`).
 INCLUDE_DIRS = ("aten/src", "")
@@ -158,15 +158,9 @@ def reduce_define(directive: str, *, every_kernel: bool = False) -> str:
 
 
 def _close_paren(masked: str, open_index: int) -> int:
-    depth = 0
-    for i in range(open_index, len(masked)):
-        if masked[i] == "(":
-            depth += 1
-        elif masked[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(masked) - 1
+    """The parenthesis closing the one at `open_index` (`cpp.match_brace`), or the text's last index."""
+    close = match_brace(masked, open_index)
+    return close if close >= 0 else len(masked) - 1
 
 
 def read_kernel(text: str, path: str, read: Callable[[str], str | None], *, every_kernel: bool = False) -> KernelReading:

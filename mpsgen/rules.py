@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.checkout import COMMON_MPS
+from mpsgen.cpp import match_brace
 from mpsgen.dtypes import GROUPS, TORCH_DTYPES
 from mpsgen.errors import MpsgenError
 from mpsgen.facts import OpFacts, Views
@@ -280,15 +281,9 @@ def _condition_dtypes(cond: str) -> tuple[frozenset[str] | None, str]:
 
 
 def _close(text: str, open_index: int) -> int:
-    depth = 0
-    for i in range(open_index, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(text) - 1
+    """The parenthesis closing the one at `open_index` (`cpp.match_brace`), or the text's last index."""
+    close = match_brace(text, open_index)
+    return close if close >= 0 else len(text) - 1
 
 
 # ------------------------------------------------------------------------------ choosing groups
