@@ -155,7 +155,7 @@ def test_migrate_logit_removes_the_logit__entry(real_checkout):
     kept = [line for n, line in _lines_in(before, logit.span) if "'test_out'" in line]
     assert len(kept) == 1
 
-    argv = ["-C", str(root), "migrate", "logit", "--dtypes", "float,integer", "--expr", "log(x / (1 - x))"]
+    argv = ["-C", str(root), "migrate", "logit", "--dtypes", "float,int2float", "--expr", "log(x / (1 - x))"]
     result = run_cli(argv)
     assert result.exit_code == 0, result.stderr
     after = (root / CMI).read_text()
