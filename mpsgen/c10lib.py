@@ -8,6 +8,7 @@ and the plan says so in a note."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from mpsgen.cpp import mask_code
@@ -19,7 +20,13 @@ _FUNCTION = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:constexpr[ \t]+)?inline[ \t]
 
 def declared_functions(texts) -> frozenset[str]:
     """The function names the header texts define."""
-    return frozenset(m.group(1) for text in texts for m in _FUNCTION.finditer(mask_code(text)))
+    return frozenset().union(*(_defined_in(text) for text in texts))
+
+
+@functools.lru_cache(maxsize=64)
+def _defined_in(text: str) -> frozenset[str]:
+    # one header text is read once per process (scan plans many candidates against the same headers)
+    return frozenset(m.group(1) for m in _FUNCTION.finditer(mask_code(text)))
 
 
 def checkout_functions(ws) -> frozenset[str]:
