@@ -32,7 +32,7 @@ def _file_diff_cached(path: str, before_text: str, after_text: str, context: int
     out = [f"diff --git a/{path} b/{path}\n", f"--- a/{path}\n", f"+++ b/{path}\n"]
     if created:  # git apply creates the file only from a /dev/null side
         out[1:2] = ["new file mode 100644\n", "--- /dev/null\n"]
-    for group in _grouped(line_opcodes(before, after), context):
+    for group in _grouped(text_opcodes(before_text, after_text), context):
         first, last = group[0], group[-1]
         out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
         for tag, i1, i2, j1, j2 in group:
@@ -42,6 +42,13 @@ def _file_diff_cached(path: str, before_text: str, after_text: str, context: int
             out.extend(_lines("-", before[i1:i2]))
             out.extend(_lines("+", after[j1:j2]))
     return "".join(out)
+
+
+@functools.lru_cache(maxsize=64)
+def text_opcodes(before: str, after: str) -> tuple[tuple[str, int, int, int, int], ...]:
+    """`line_opcodes` of two texts' lines (keepends), once per pair of texts: the Workspace's report
+    lines, the added-line formatting and the rendered diff all ask about the same edits."""
+    return tuple(line_opcodes(before.splitlines(keepends=True), after.splitlines(keepends=True)))
 
 
 def line_opcodes(before: list[str], after: list[str]) -> list[tuple[str, int, int, int, int]]:

@@ -65,11 +65,9 @@ def formats(rel: str) -> bool:
 
 def added_line_ranges(before: str, after: str) -> list[tuple[int, int]]:
     """1-based inclusive line ranges of `after` that are not in `before`: the `+` lines of the diff."""
-    from mpsgen.apply import line_opcodes
+    from mpsgen.apply import text_opcodes
 
-    old = before.splitlines(keepends=True)
-    new = after.splitlines(keepends=True)
-    return [(j1 + 1, j2) for tag, _i1, _i2, j1, j2 in line_opcodes(old, new) if tag in ("insert", "replace") and j2 > j1]
+    return [(j1 + 1, j2) for tag, _i1, _i2, j1, j2 in text_opcodes(before, after) if tag in ("insert", "replace") and j2 > j1]
 
 
 def replacements(text: str, ranges: list[tuple[int, int]], *, executable: str, style: Path, rel: str) -> list[Replacement]:

@@ -24,11 +24,11 @@ class EditMap:
     of added or rewritten lines."""
 
     def __init__(self, before: str, after: str) -> None:
-        from mpsgen.apply import line_opcodes
+        from mpsgen.apply import text_opcodes
 
         self.old = before.splitlines()
         self.new = after.splitlines()
-        self.codes = line_opcodes(before.splitlines(keepends=True), after.splitlines(keepends=True))
+        self.codes = text_opcodes(before, after)
         self._starts = [code[1] for code in self.codes]
 
     def line(self, old_line: int) -> int:
