@@ -36,17 +36,17 @@ class Checkout:
             root = Path(explicit).resolve()
             if not root.is_dir():
                 raise MpsgenError(f"{explicit}: no such directory", hint="pass a PyTorch checkout to -C")
-            for candidate in (root, *root.parents):
-                if (candidate / NATIVE_FUNCTIONS).is_file():
-                    return cls(candidate)
+            found = _checkout_root_at_or_above(root)
+            if found is not None:
+                return cls(found)
             raise MpsgenError(
                 f"{explicit} is not inside a PyTorch checkout: no {NATIVE_FUNCTIONS} in it or above",
                 hint="pass a directory of the checkout to -C",
             )
         here = (start or Path.cwd()).resolve()
-        for candidate in (here, *here.parents):
-            if (candidate / NATIVE_FUNCTIONS).is_file():
-                return cls(candidate)
+        found = _checkout_root_at_or_above(here)
+        if found is not None:
+            return cls(found)
         raise MpsgenError(
             f"not inside a PyTorch checkout (no {NATIVE_FUNCTIONS} in {here} or above)",
             hint="run mpsgen inside a checkout or pass -C PATH",
@@ -209,3 +209,11 @@ class Workspace:
             steps=tuple(self._steps),
             ops=ops,
         )
+
+
+def _checkout_root_at_or_above(path: Path) -> Path | None:
+    """The nearest directory at or above `path` holding native_functions.yaml, else None."""
+    for candidate in (path, *path.parents):
+        if (candidate / NATIVE_FUNCTIONS).is_file():
+            return candidate
+    return None

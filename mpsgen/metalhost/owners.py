@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mpsgen.cpp import mask_code
+from mpsgen.cpp import mask_code, match_brace, split_top_level
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -47,22 +47,7 @@ def _line(masked: str, offset: int) -> int:
     return masked.count("\n", 0, offset) + 1
 
 
-def _close_paren(masked: str, open_at: int) -> int:
-    depth = 0
-    for i in range(open_at, len(masked)):
-        c = masked[i]
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
 def _struct_spans(masked: str) -> dict[str, list[tuple[int, int]]]:
-    from mpsgen.cpp import match_brace
-
     spans: dict[str, list[tuple[int, int]]] = {}
     for m in _FUNCTOR.finditer(masked):
         brace = masked.find("{", m.end())
@@ -74,22 +59,6 @@ def _struct_spans(masked: str) -> dict[str, list[tuple[int, int]]]:
             continue
         spans.setdefault(m.group(1), []).append((_line(masked, m.start()), _line(masked, close)))
     return spans
-
-
-def _split_args(text: str) -> list[str]:
-    args, depth, current = [], 0, []
-    for c in text:
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        if c == "," and depth == 0:
-            args.append("".join(current).strip())
-            current = []
-        else:
-            current.append(c)
-    args.append("".join(current).strip())
-    return args
 
 
 def code_owners(text: str, rel: str = "", masked: str | None = None) -> CodeOwners:
@@ -139,11 +108,11 @@ def code_owners(text: str, rel: str = "", masked: str | None = None) -> CodeOwne
         macro = m.group(1)
         if macro not in macros and not macro.startswith(("REGISTER_", "DEFINE_")):
             continue
-        close = _close_paren(masked, m.end() - 1)
+        close = match_brace(masked, m.end() - 1)
         if close < 0:
             continue
         first, last = _line(masked, start), _line(masked, close)
-        for name in names(macro, _split_args(masked[m.end(): close]), 0):
+        for name in names(macro, [arg.strip() for arg in split_top_level(masked[m.end(): close], "([{", ")]}")], 0):
             owned.setdefault(name, []).append((first, last))
     structs = {name: tuple(sorted(set(spans))) for name, spans in _struct_spans(masked).items()}
     return CodeOwners(structs, {name: tuple(sorted(set(ranges))) for name, ranges in owned.items()})
