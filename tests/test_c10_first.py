@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from mpsgen.c10lib import declared_functions
-from mpsgen.metalhost.compiler import find_compiler
+from mpsgen.read.c10lib import declared_functions
+from mpsgen.read.metalhost.compiler import find_compiler
 from support import REPO, copy_checkout, run_cli
 
 MPS = "aten/src/ATen/native/mps"
@@ -74,4 +74,4 @@ def test_no_fast_math_in_templates_or_catalog():
     found = [str(p.relative_to(REPO)) for p in sorted((REPO / "templates").rglob("*.j2"))
              if "fast::" in p.read_text(encoding="utf-8")]
     assert found == []
-    assert "fast::" not in (REPO / "mpsgen" / "catalog.toml").read_text(encoding="utf-8")
+    assert "fast::" not in (REPO / "mpsgen" / "facts" / "catalog.toml").read_text(encoding="utf-8")
