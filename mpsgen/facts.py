@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mpsgen.checkout import (
@@ -566,6 +566,20 @@ class OpFacts:
     registered: Registered | None  # what the functor is registered for (all kernel files)
     unreadable: tuple[tuple[str, MpsgenError], ...]  # kernel files that could not be read
     opinfos: tuple[tuple[str, tuple], ...]  # (file, OpInfoRefs)
+    # what the CPU implementation gives for integer inputs (mpsgen.cpuread), read when first asked
+    cpu_reader: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def cpu_output(self):
+        """`mpsgen.cpuread.CpuOutput`: int2float / same / unknown (with why), from the checkout's
+        `aten/src/ATen/native/*.cpp`; read on first use (only the dtype rules ask)."""
+        from mpsgen.cpuread import UNKNOWN, CpuOutput
+
+        if self.cpu_reader is None:
+            return CpuOutput(UNKNOWN, why="not read")
+        if "_cpu" not in self.__dict__:
+            object.__setattr__(self, "_cpu", self.cpu_reader())
+        return self.__dict__["_cpu"]
 
     @property
     def backward(self) -> bool:
@@ -709,7 +723,14 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
         registered=registered,
         unreadable=tuple(unreadable),
         opinfos=views.opinfos(op),
+        cpu_reader=lambda: _read_cpu(views, op, entries),
     )
+
+
+def _read_cpu(views: Views, op: str, entries):
+    from mpsgen.cpuread import cpu_output
+
+    return cpu_output(views, op, entries)
 
 
 def all_native_ops(views: Views) -> tuple[str, ...]:
