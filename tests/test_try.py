@@ -150,12 +150,13 @@ def test_the_string_sent_to_mps_compiles_on_the_host_as_it_is(hypot_root, tmp_pa
 def test_an_error_in_the_kernel_file_is_reported_at_its_line(hypot_root):
     path = hypot_root / BINARY
     text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace("precise::sqrt(", "precise::sqrtt(", 1), encoding="utf-8")
-    line = text[: text.index("precise::sqrt(")].count("\n") + 1
+    # the body calls the checkout's c10::metal::hypot: misspell that call
+    path.write_text(text.replace("c10::metal::hypot(", "c10::metal::hypott(", 1), encoding="utf-8")
+    line = text[: text.index("c10::metal::hypot(")].count("\n") + 1
     result = run_cli(["-C", str(hypot_root), "try", "hypot", "--reference", "catalog"])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"mpsgen: error: {BINARY}:{line}: ")
-    assert "sqrtt" in result.stderr
+    assert "hypott" in result.stderr
 
 
 # ---- try end to end --------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import lookup
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.read.cpp import mask_code, match_brace
+from mpsgen.read.cpuread import INT2FLOAT
 from mpsgen.read.opinfo import reference_dtypes, tested_dtypes
 from mpsgen.read.testlists import canonical_dtype
 
@@ -325,7 +326,21 @@ def _proposal(groups: tuple[str, ...], expected: frozenset[str], allowed: tuple[
 
 
 def promotes_int_to_float(facts: OpFacts) -> bool:
-    return any(ref.promotes_int_to_float for ref in facts.refs if ref.kind != "python-ref")
+    """Integer inputs of the op give float: its OpInfo says so first (`promotes_int_to_float`),
+    else its CPU implementation builds a float output for them (`OpFacts.cpu_output`); an unknown
+    CPU output keeps the OpInfo's answer."""
+    return bool(int_to_float_reason(facts))
+
+
+def int_to_float_reason(facts: OpFacts) -> str:
+    """Why integer inputs of the op give float ("" when nothing says they do)."""
+
+    if any(ref.promotes_int_to_float for ref in facts.refs if ref.kind != "python-ref"):
+        return "promotes_int_to_float"
+    cpu = facts.cpu_output
+    if cpu.kind == INT2FLOAT:
+        return f"its CPU implementation builds a float output for them at {cpu.location}"
+    return ""
 
 
 def choose_groups(
@@ -347,17 +362,19 @@ def choose_groups(
     dtypes some groups register (default `mpsgen.dtypes.torch_dtypes_for`); `allowed`: the groups
     `--dtypes` accepts for this kernel (default all). A refusal proposes one `--dtypes` value, from
     `allowed`, that registers every dtype the tests expect at once. Integer inputs of an op that
-    promotes them to float (`promotes_int_to_float`) are refused as `integer` (integer output)."""
+    promotes them to float (`promotes_int_to_float`: the OpInfo, else the CPU kernel) are refused as
+    `integer` (integer output)."""
 
     covers = covers or torch_dtypes_for
     allowed = allowed or tuple(GROUPS)
-    promotes = promotes_int_to_float(facts)
+    reason = int_to_float_reason(facts)
+    promotes = bool(reason)
     exp = expectation(views, facts)
     requested = explicit is not None and not body.startswith("the existing ")  # --dtypes, not the file's own
     if requested and "integer" in explicit and promotes and "int2float" in allowed:
         proposal = ",".join(g for g in GROUPS if g in set(explicit) - {"integer"} | {"int2float"})
         raise MpsgenError(
-            f"{facts.op}: integer inputs give float (promotes_int_to_float); dtype group 'integer' would register "
+            f"{facts.op}: integer inputs give float ({reason}); dtype group 'integer' would register "
             f"integer outputs for them",
             location=facts.entries[0].location,
             hint=f"pass --dtypes {proposal}",
@@ -366,11 +383,11 @@ def choose_groups(
         groups = explicit
     elif minimal:
         wanted = exp.expected | covers(defaults)
-        groups = groups_for_dtypes(wanted, supports, promotes_int_to_float(facts), covers)
+        groups = groups_for_dtypes(wanted, supports, promotes, covers)
     elif exp.tested is None:
         groups = defaults
     else:
-        groups = groups_for_dtypes(exp.tested, supports, promotes_int_to_float(facts), covers) or defaults
+        groups = groups_for_dtypes(exp.tested, supports, promotes, covers) or defaults
     lost = sorted(exp.expected - covers(groups) - served_by_shared_code(facts))
     if lost:
         where = exp.source or "the default float32/float16"

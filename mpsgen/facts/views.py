@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mpsgen.dtypes import GROUPS
@@ -35,6 +35,7 @@ from mpsgen.read.checkout import (
     Texts,
 )
 from mpsgen.read.cpp import mask_code, match_brace, split_top_level
+from mpsgen.read.cpuread import UNKNOWN, CpuOutput, function_kind, read_cpu_file
 from mpsgen.read.kernelfile import KernelFile, read_kernel_file
 from mpsgen.read.metalhost.check import compile_metal_file
 from mpsgen.read.metalhost.owners import code_owners
@@ -558,6 +559,19 @@ class OpFacts:
     registered: Registered | None  # what the functor is registered for (all kernel files)
     unreadable: tuple[tuple[str, MpsgenError], ...]  # kernel files that could not be read
     opinfos: tuple[tuple[str, tuple], ...]  # (file, OpInfoRefs)
+    # what the CPU implementation gives for integer inputs (mpsgen.read.cpuread), read when first asked
+    cpu_reader: Callable[[], CpuOutput] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def cpu_output(self) -> CpuOutput:
+        """`mpsgen.read.cpuread.CpuOutput`: int2float / same / unknown (with why), from the checkout's
+        `aten/src/ATen/native/*.cpp`; read on first use (only the dtype rules ask)."""
+
+        if self.cpu_reader is None:
+            return CpuOutput(UNKNOWN, why="not read")
+        if "_cpu" not in self.__dict__:
+            object.__setattr__(self, "_cpu", self.cpu_reader())
+        return self.__dict__["_cpu"]
 
     @property
     def backward(self) -> bool:
@@ -701,6 +715,7 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
         registered=registered,
         unreadable=tuple(unreadable),
         opinfos=views.opinfos(op),
+        cpu_reader=lambda: cpu_output(views, op, entries),
     )
 
 
@@ -720,3 +735,48 @@ def all_native_ops(views: Views) -> tuple[str, ...]:
         if resolve_stub(views, op, shared)[0] is not None:
             found.append(op)
     return tuple(found)
+
+
+def cpu_output(views: Views, op: str, entries: tuple[YamlEntry, ...]) -> CpuOutput:
+    """What the CPU implementation of `op` (its yaml `entries`) gives for integer inputs, from the
+    checkout's `aten/src/ATen/native/*.cpp` (each read by `mpsgen.read.cpuread`, once per text)."""
+    files = views.checkout.glob(NATIVE_DIR, "*.cpp")
+    if not files:
+        return CpuOutput(UNKNOWN, why=f"this checkout has no {NATIVE_DIR}/*.cpp (a wheel ships none): "
+                                      f"the CPU output dtype of {op} was not read")
+    structured = any(e.structured for e in entries)
+    if structured:
+        # the meta function is named after the functional entry (`TORCH_META_FUNC2` with its overload)
+        keys = {(e.base, e.overload) for e in entries if e.structured_delegate and not e.base.endswith("_")}
+        found = _cpu_definitions(views, files, {k[0] for k in keys}, lambda cpu: [(cpu.metas[k], k) for k in keys if k in cpu.metas])
+        what = "meta function"
+    else:
+        kernels = {line.kernel for e in entries for line in e.dispatch if "CPU" in line.keys}
+        found = _cpu_definitions(views, files, kernels, lambda cpu: [((function_kind(cpu, k), cpu.functions[k][0][1]), k)
+                                                          for k in sorted(kernels) if k in cpu.functions])
+        what = "CPU kernel"
+    if not found:
+        return CpuOutput(UNKNOWN, why=f"no {what} of {op} found in {NATIVE_DIR}/*.cpp")
+    if not any(kind for _, kind, _ in found):
+        rel, _, line = found[0]
+        return CpuOutput(UNKNOWN, Location(rel, line),
+                         f"the {what} of {op} builds its iterator with no unary/binary builder mpsgen reads "
+                         f"(e.g. a TensorIteratorConfig of its own)")
+    found = [(rel, kind, line) for rel, kind, line in found if kind]
+    kinds = {kind for _, kind, _ in found}
+    if len(kinds) > 1 or kinds == {UNKNOWN}:
+        rel, _, line = found[0]
+        return CpuOutput(UNKNOWN, Location(rel, line), f"the {what}s of {op} build its iterator in more than one way")
+    rel, kind, line = found[0]
+    return CpuOutput(kind, Location(rel, line))
+
+
+def _cpu_definitions(views: Views, files, names, pick) -> list[tuple[str, str, int]]:
+    out = []
+    for rel in files:
+        text = views.ws.read(rel)
+        if not any(name in text for name in names):
+            continue
+        cpu = views.view("cpu", rel, lambda t, rel=rel: read_cpu_file(t, rel))
+        out.extend((rel, kind, line) for (kind, line), _ in pick(cpu))
+    return out
