@@ -307,3 +307,28 @@ def test_catalog_reference_is_refused_for_a_scalar_kernel(tmp_path):
     assert result.stderr.strip().splitlines()[0] == (
         "mpsgen: error: softplus's kernel takes scalars; the catalog references take none "
         "(use --reference torch (pip install torch==2.13.0): torch's CPU op takes the same scalars)")
+
+
+def test_host_parameters_take_the_schema_argument_of_their_name_else_their_place():
+    from mpsgen.tryop.scalars import host_arguments
+
+    slope = ScalarArg("negative_slope", "Scalar", None, False)
+    is_result = ScalarArg("self_is_result", "bool", None, False)
+    # leaky_relu_backward: the stub takes the slope; ATen consumes self_is_result before it
+    assert host_arguments((slope, is_result), ("negative_slope",)) == (slope,)
+    # named otherwise (the fixture's logit host names its Scalar `alpha`): in order when the counts agree
+    eps = ScalarArg("eps", "float?", None, True)
+    assert host_arguments((eps,), ("alpha",)) == (eps,)
+    assert host_arguments((slope, is_result), ("alpha",)) is None
+
+
+def test_an_iterator_that_reverses_the_schema_order_gets_its_operands_reversed():
+    from mpsgen.tryop.api import _operands
+    from mpsgen.tryop.scalars import ITERATOR_OPERANDS
+    from mpsgen.tryop.values import Inputs
+
+    case = Inputs("float", ((1.0, 2.0), (3.0, 4.0)))  # (grad_output, self_or_result)
+    (swapped,) = _operands([case], ITERATOR_OPERANDS["leaky_relu_backward"])
+    assert swapped.columns == ((3.0, 4.0), (1.0, 2.0))
+    (twice,) = _operands([Inputs("float", ((1.0, 2.0),))], ITERATOR_OPERANDS["threshold"])
+    assert twice.columns == ((1.0, 2.0), (1.0, 2.0))

@@ -13,7 +13,7 @@ from mpsgen.tryop.lookup import METAL_TO_TORCH, FunctorFacts, functor_facts
 from mpsgen.tryop.reference import (Expected, Reference, catalog_reference, scalar_reference, torch_reference,
                                     torch_scalar_reference)
 from mpsgen.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_host, run_on_mps
-from mpsgen.tryop.scalars import (ITERATOR_OPERANDS, field_values, read_kernel_scalars, scalar_sets, schema_scalars,
+from mpsgen.tryop.scalars import (ITERATOR_OPERANDS, field_values, host_arguments, read_kernel_scalars, scalar_sets, schema_scalars,
                                   stub_values)
 from mpsgen.tryop.source import host_program, kernel_arity, shader_source
 from mpsgen.tryop.tolerances import opinfo_tolerances
@@ -100,10 +100,10 @@ def prepare(checkout: Checkout, op: str, reference: str = "auto", need_reference
     arity = kernel_arity(facts)
     if not 1 <= arity <= 3:
         raise MpsgenError(f"{op} takes {arity} tensors; try runs unary, binary and ternary functors", location=facts.location)
-    if arity == facts.arity:
-        operands = tuple(range(arity))
-    elif op in ITERATOR_OPERANDS and len(ITERATOR_OPERANDS[op]) == arity:
+    if op in ITERATOR_OPERANDS and len(ITERATOR_OPERANDS[op]) == arity:
         operands = ITERATOR_OPERANDS[op]
+    elif arity == facts.arity:
+        operands = tuple(range(arity))
     else:
         raise MpsgenError(f"{facts.functor}_functor takes {arity} tensors and {op} {facts.arity}; try does not know "
                           "which of the op's tensors its iterator passes", location=facts.location,
@@ -126,10 +126,13 @@ def prepare(checkout: Checkout, op: str, reference: str = "auto", need_reference
         raise MpsgenError(f"nothing to compare {op} with: {label}",
                           hint="install torch (pip install torch==2.13.0) so that its CPU op is the reference")
     args = schema_scalars(overload._schema)
-    if len(args) != len(kernel_scalars.host_params):
-        raise MpsgenError(f"the host function takes {len(kernel_scalars.host_params)} parameters besides the iterator, "
-                          f"{label} {len(args)} scalars", location=where, hint="try maps them in order")
-    return Prepared(facts, source, operands, kernel_scalars, args, scalar_sets(op, args), overload, label)
+    carried = host_arguments(args, kernel_scalars.host_params)
+    if carried is None:
+        raise MpsgenError(f"the host function takes {len(kernel_scalars.host_params)} parameters besides the iterator "
+                          f"({', '.join(kernel_scalars.host_params)}), {label} {len(args)} scalars "
+                          f"({', '.join(a.name for a in args)})", location=where,
+                          hint="try maps them by name, else in order when the counts agree")
+    return Prepared(facts, source, operands, kernel_scalars, carried, scalar_sets(op, args), overload, label)
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def _scalar_overload(schema, arity: int) -> bool:
     args = [a for a in schema.arguments if not a.is_out]
     tensors = [a for a in args if schema_type(a) == "Tensor"]
     others = [a for a in args if schema_type(a) != "Tensor"]
-    return (len(tensors) == arity and [a.name for a in args[:arity]] == [a.name for a in tensors]
+    return (len(tensors) == arity
             and all(schema_type(a) in ("Scalar", "float", "float?", "int", "bool", "Scalar?") for a in others))
 
 
@@ -114,7 +114,7 @@ def torch_scalar_reference(op: str, arity: int):
     if packet is None:
         return None, f"torch.ops.aten has no {op}"
     names = packet.overloads()
-    for name in _OVERLOADS:
+    for name in ("Scalar", *_OVERLOADS):
         if name in names and _scalar_overload(getattr(packet, name)._schema, arity):
             label = f"torch {torch.__version__} CPU: aten::{op}" + ("" if name == "default" else f".{name}")
             return getattr(packet, name), label
@@ -122,36 +122,42 @@ def torch_scalar_reference(op: str, arity: int):
 
 
 def scalar_reference(overload, label: str, scalars: dict) -> Reference:
-    """torch's CPU op with the scalar arguments `scalars` (by name)."""
-    return Reference(label, lambda inputs, _out: _run_torch(overload, inputs, scalars))
+    """torch's CPU op with the scalar arguments `scalars` (by name); the tensors are passed by name
+    too, so that an op whose tensors and scalars interleave (elu_backward) takes them."""
+    names = tuple(a.name for a in overload._schema.arguments if not a.is_out and schema_type(a) == "Tensor")
+    return Reference(label, lambda inputs, _out: _run_torch(overload, inputs, scalars, names))
 
 
-def _run_torch(overload, inputs: Inputs, scalars: dict | None = None) -> Expected:
+def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tuple[str, ...] = ()) -> Expected:
     torch = import_torch()
 
     dtype = METAL_TO_TORCH[inputs.metal_type]
     note = ""
     try:
-        _run_columns(torch, overload, inputs.columns[:1] and tuple(c[:1] for c in inputs.columns), dtype, None, scalars)
+        _run_columns(torch, overload, inputs.columns[:1] and tuple(c[:1] for c in inputs.columns), dtype, None, scalars, names)
         compute_in = dtype
     except (RuntimeError, NotImplementedError) as exc:
         compute_in = _WIDER.get(dtype)
         if compute_in is None:
             raise
         note = f"the CPU op has no {dtype} kernel ({str(exc).splitlines()[0][:80]}); computed in {compute_in} and rounded"
-    result = _run_columns(torch, overload, inputs.columns, compute_in, dtype, scalars)
+    result = _run_columns(torch, overload, inputs.columns, compute_in, dtype, scalars, names)
     out_name = str(result.dtype).replace("torch.", "")
 
     def alone(i: int):
-        one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), compute_in, dtype, scalars)
+        one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), compute_in, dtype, scalars, names)
         return _values(torch, one)[0]
 
     return Expected(_values(torch, result), TORCH_TO_METAL.get(out_name, out_name), note, alone)
 
 
 def _run_columns(torch, overload, columns: tuple, compute_in: str, dtype: str | None = None,
-                 scalars: dict | None = None):
-    result = overload(*(_tensor(torch, c, compute_in) for c in columns), **(scalars or {}))
+                 scalars: dict | None = None, names: tuple[str, ...] = ()):
+    tensors = [_tensor(torch, c, compute_in) for c in columns]
+    if names:
+        result = overload(**dict(zip(names, tensors)), **(scalars or {}))
+    else:
+        result = overload(*tensors, **(scalars or {}))
     if dtype is not None and compute_in != dtype and result.dtype == getattr(torch, compute_in):
         result = result.to(getattr(torch, dtype))
     return result

@@ -29,9 +29,10 @@ from mpsgen.tryop.values import KINDS, ROUND, float32_bits, int_range, kind
 NONE_AS = {("logit", "eps"): -1.0}
 
 # Iterator operands (indices into the op's tensor arguments) where the op's TensorIterator does not
-# take its tensors one for one: threshold's meta function adds `self` twice (input and other);
-# threshold_backward builds it from (self, grad_output).
-ITERATOR_OPERANDS = {"threshold": (0, 0), "threshold_backward": (1, 0)}
+# take its tensors one for one (facts of ATen's meta functions, Activation.cpp): threshold adds
+# `self` twice (input and other); threshold_backward and leaky_relu_backward build it from
+# (self / self_or_result, grad_output), the reverse of their schema's order.
+ITERATOR_OPERANDS = {"threshold": (0, 0), "threshold_backward": (1, 0), "leaky_relu_backward": (1, 0)}
 
 # Sample values per argument kind, each tried with the other arguments at their base value.
 _SCALAR_VARIANTS = (2.0, -1.0, 0.0)
@@ -265,9 +266,19 @@ def read_kernel_scalars(source: str, host_body: str, host_params: tuple[str, ...
     return KernelScalars(struct_name, by_type, names)
 
 
+def host_arguments(args: tuple[ScalarArg, ...], host_names: tuple[str, ...]) -> tuple[ScalarArg, ...] | None:
+    """The schema argument each host parameter carries: by name where every host parameter is named
+    after one (leaky_relu_backward's stub takes negative_slope, not self_is_result), else in order
+    when the counts agree; None when neither holds."""
+    by_name = {a.name: a for a in args}
+    if all(n in by_name for n in host_names):
+        return tuple(by_name[n] for n in host_names)
+    return tuple(args) if len(args) == len(host_names) else None
+
+
 def stub_values(op: str, args: tuple[ScalarArg, ...], chosen: ScalarSet, host_names: tuple[str, ...]) -> dict:
-    """The host function's parameters for a scalar set: the schema's scalar arguments in order
-    (the stub carries them in order), None replaced where ATen substitutes a value (`NONE_AS`)."""
+    """The host function's parameters for a scalar set (`args`: `host_arguments`), None replaced
+    where ATen substitutes a value (`NONE_AS`)."""
     values = chosen.as_dict()
     out = {}
     for name, arg in zip(host_names, args):
