@@ -332,3 +332,35 @@ def test_an_iterator_that_reverses_the_schema_order_gets_its_operands_reversed()
     assert swapped.columns == ((3.0, 4.0), (1.0, 2.0))
     (twice,) = _operands([Inputs("float", ((1.0, 2.0),))], ITERATOR_OPERANDS["threshold"])
     assert twice.columns == ((1.0, 2.0), (1.0, 2.0))
+
+
+@needs_compiler
+def test_the_bytes_passed_to_mps_are_the_struct_as_the_compiler_lays_it_out(tmp_path):
+    """pack() against the host compiler's layout of the same struct (sizeof and every byte)."""
+    import subprocess
+
+    from mpsgen.metalhost.rewrite import rewrite_metal
+
+    root = _migrated(tmp_path / "co", "threshold")
+    checkout = Checkout.find(root)
+    prepared = prepare(checkout, "threshold", need_reference=False)
+    checks = []
+    for metal_type, values in (("half", (0.5, -2.0)), ("long", (-3, 7)), ("bfloat", (1.5, -0.25)), ("char", (-1, 5))):
+        params_type, fields = prepared.scalars.fields_by_type[metal_type]
+        checks.append((params_type, fields, values, pack(fields, values)))
+    body = []
+    for k, (params_type, fields, values, _) in enumerate(checks):
+        body.append(f"  {params_type} p{k}{{}};")
+        body += [f"  p{k}.{f.name} = static_cast<decltype(p{k}.{f.name})>({v!r}f);" if f.type in ("half", "bfloat")
+                 else f"  p{k}.{f.name} = {v};" for f, v in zip(fields, values)]
+        body.append(f"  mpsgen_bytes(&p{k}, sizeof(p{k}));")
+    main = ("\nvoid mpsgen_bytes(const void* p, unsigned long n) {\n"
+            "  for (unsigned long i = 0; i < n; ++i) __builtin_printf(\"%02x\", static_cast<const unsigned char*>(p)[i]);\n"
+            "  __builtin_printf(\"\\n\");\n}\nint main() {\n" + "\n".join(body) + "\n  return 0;\n}\n")
+    path = tmp_path / "layout.cpp"
+    path.write_text(rewrite_metal(prepared.source + main), encoding="utf-8")
+    compiler = find_compiler()[0]
+    built = subprocess.run(compiler.build_command(path, (), tmp_path / "layout"), capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[:3000]
+    printed = subprocess.run([str(tmp_path / "layout")], capture_output=True, text=True, check=True).stdout.split()
+    assert printed == [data.hex() for *_, data in checks]
