@@ -121,7 +121,7 @@ def scalar_sets(op: str, args: tuple[ScalarArg, ...]) -> tuple[ScalarSet, ...]:
             if v is None and arg.type.endswith("?") and (op, arg.name) not in NONE_AS:
                 continue
             values = list(base)
-            if values[k][1] == v or (values[k][1] is not None and v is not None and values[k][1] == v):
+            if values[k][1] == v:
                 continue
             values[k] = (arg.name, v)
             candidate = ScalarSet(tuple(values))
