@@ -419,6 +419,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
     "mpsgen try hypot",
     "mpsgen try asinh --reference catalog --seed 7",
     "mpsgen try atan2 --json > try.json",
+    "mpsgen try softplus --show-source > softplus_try.metal",
 ))
 @click.argument("op", shell_complete=_complete_ops)
 @click.option("--backend", type=click.Choice(["auto", "host", "mps"]), default="auto", show_default=True,
@@ -428,19 +429,28 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random samples.")
 @click.option("--samples", type=click.IntRange(min=0), default=32, show_default=True, help="Random cases per dtype, besides the edge values.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the table.")
+@click.option("--show-source", is_flag=True,
+              help="Print the exact shader source try compiles (what torch.mps.compile_shader takes on a Mac) and exit 0 without running it.")
 @_format_option("rich", "plain")
 @click.pass_obj
-def try_(state, op, backend, reference, seed, samples, as_json, fmt):
+def try_(state, op, backend, reference, seed, samples, as_json, show_source, fmt):
     """Run OP's functor, as it stands in the checkout's kernel file, on edge values and random samples
     of every registered dtype, and compare with a CPU reference.
 
     Exit codes: 0 every dtype matched, 1 a mismatch (or the kernel does not compile), 2 bad usage or input."""
 
     def run():
-        from mpsgen.commands.tryop.api import TryOptions, report_to_json, try_op
+        from mpsgen.commands.tryop.api import TryOptions, report_to_json, source_to_json, try_op, try_source
         from mpsgen.render.mode import RICH, resolve
 
         _one_format(as_json, fmt)
+        if show_source:
+            shown = try_source(state.checkout(), op)
+            if as_json:
+                click.echo(json.dumps(source_to_json(shown), indent=2))
+            else:
+                click.echo(shown.source, nl=False)
+            return 0
         report = try_op(state.checkout(), op, TryOptions(backend, reference, seed, samples))
         if as_json:
             click.echo(json.dumps(report_to_json(report), indent=2))

@@ -23,6 +23,8 @@ READ_ONLY = [
     ["verify", "atan2", "--static-only"],
     ["verify", "--all-native", "--static-only"],
     ["try", "logaddexp", "--reference", "catalog"],
+    ["try", "hardshrink", "--show-source"],
+    ["try", "logaddexp", "--show-source", "--json"],
 ]
 
 

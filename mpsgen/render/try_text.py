@@ -13,19 +13,27 @@ def try_lines(report) -> list[str]:
     reference = f"reference: {report.reference}" + (f" ({report.reference_note})" if report.reference_note else "")
     lines.append(one_line(reference))
     rows = []
+    scalars = bool(report.scalar_sets)
     for r in report.results:
         tolerance = "exact" if r.tolerance is None else f"{r.tolerance[0]:g}/{r.tolerance[1]:g}"
-        rows.append((r.dtype, f"{r.metal_type} -> {r.out_type}", str(r.cases), f"{r.max_abs:.3g}", f"{r.max_rel:.3g}",
-                     tolerance, str(r.mismatches), r.status))
+        row = (r.dtype, f"{r.metal_type} -> {r.out_type or '-'}", str(r.cases), f"{r.max_abs:.3g}", f"{r.max_rel:.3g}",
+               tolerance, str(r.mismatches), r.status)
+        rows.append(((r.scalars,) if scalars else ()) + row)
     lines.append(f"mpsgen try {report.op} (seed {report.seed})")
-    lines += aligned(("dtype", "in -> out", "cases", "max abs", "max rel", "rtol/atol", "bad", "status"), rows,
-                     right=(2, 3, 4, 6))
+    header = ("dtype", "in -> out", "cases", "max abs", "max rel", "rtol/atol", "bad", "status")
+    right = (2, 3, 4, 6)
+    if scalars:
+        header, right = ("scalars",) + header, tuple(k + 1 for k in right)
+    lines += aligned(header, rows, right=right)
+    notes = set()
     for r in report.results:
-        if r.note:
-            lines.append(one_line(f"{r.dtype}: {r.note}"))
+        where = f"{r.dtype} [{r.scalars}]" if r.scalars else r.dtype
+        if r.note and (r.dtype, r.note) not in notes:
+            notes.add((r.dtype, r.note))
+            lines.append(one_line(f"{where}: {r.note}"))
         for m in r.examples:
             args = ", ".join(repr(v) for v in m.inputs)
-            lines.append(one_line(f"mismatch {r.dtype}: {report.op}({args}) = {m.got!r}, reference {m.want!r}"))
-    failed = [r.dtype for r in report.results if r.status == "failed"]
+            lines.append(one_line(f"mismatch {where}: {report.op}({args}) = {m.got!r}, reference {m.want!r}"))
+    failed = [r.dtype + (f" [{r.scalars}]" if r.scalars else "") for r in report.results if r.status == "failed"]
     lines.append(f"{len(report.results)} dtype(s): " + (f"mismatches in {', '.join(failed)}" if failed else "all match"))
     return lines

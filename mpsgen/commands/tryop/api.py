@@ -6,10 +6,27 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from mpsgen.commands.tryop.compare import DtypeResult, compare
-from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, functor_facts
-from mpsgen.commands.tryop.reference import Expected, Reference, catalog_reference, import_torch, torch_reference
+from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts, functor_facts
+from mpsgen.commands.tryop.reference import (
+    Expected,
+    Reference,
+    catalog_reference,
+    import_torch,
+    scalar_reference,
+    torch_reference,
+    torch_scalar_reference,
+)
 from mpsgen.commands.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_host, run_on_mps
-from mpsgen.commands.tryop.source import host_program, shader_source
+from mpsgen.commands.tryop.scalars import (
+    ITERATOR_OPERANDS,
+    field_values,
+    host_arguments,
+    read_kernel_scalars,
+    scalar_sets,
+    schema_scalars,
+    stub_values,
+)
+from mpsgen.commands.tryop.source import host_program, kernel_arity, shader_source
 from mpsgen.commands.tryop.tolerances import opinfo_tolerances
 from mpsgen.commands.tryop.values import Inputs, keep, make_inputs, traps
 from mpsgen.errors import MpsgenError
@@ -38,6 +55,8 @@ class TryReport:
     reference_note: str  # why the preferred reference was not used, if it was not
     results: tuple[DtypeResult, ...]
     seed: int
+    source: str = ""  # the shader source that ran (MPS) or that the host driver wraps (host)
+    scalar_sets: tuple[str, ...] = ()  # alpha and params kernels: each scalar set's label, in order
 
     @property
     def exit_code(self) -> int:
@@ -75,17 +94,103 @@ def choose_reference(op: str, arity: int, requested: str) -> tuple[Reference, Re
     return found, None, (note if requested == "catalog" else f"torch reference unavailable: {why}; {note}")
 
 
-def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> TryReport:
+@dataclass(frozen=True)
+class Prepared:
+    """What `try` runs, before running it: the functor's facts, the shader source, and for alpha and
+    params kernels how the scalars reach it."""
+
+    facts: FunctorFacts
+    source: str
+    operands: tuple[int, ...]  # the op's tensor feeding each kernel operand
+    scalars: object = None  # scalars.KernelScalars, for alpha and params kernels
+    scalar_args: tuple = ()
+    sets: tuple = ()
+    overload: object = None
+    reference_label: str = ""
+
+
+def prepare(checkout: Checkout, op: str, reference: str = "auto", need_reference: bool = True) -> Prepared:
+    """The functor, its source and its scalars; refusals (exit 2) for what try cannot run."""
     facts = functor_facts(checkout, op)
-    if facts.alpha:
-        raise MpsgenError(f"{op}'s stub takes scalar parameters (an alpha or a params struct); try runs functors without them for now",
-                          location=facts.location, hint="check it with `mpsgen verify` and the MPS tests")
-    if not 1 <= facts.arity <= 3:
-        raise MpsgenError(f"{op} takes {facts.arity} tensors; try runs unary, binary and ternary functors", location=facts.location)
-    backend, not_run = choose_backend(options.backend)
-    reference, fallback, reference_note = choose_reference(op, facts.arity, options.reference)
+    arity = kernel_arity(facts)
+    if not 1 <= arity <= 3:
+        raise MpsgenError(f"{op} takes {arity} tensors; try runs unary, binary and ternary functors", location=facts.location)
+    if op in ITERATOR_OPERANDS and len(ITERATOR_OPERANDS[op]) == arity:
+        operands = ITERATOR_OPERANDS[op]
+    elif arity == facts.arity:
+        operands = tuple(range(arity))
+    else:
+        raise MpsgenError(f"{facts.functor}_functor takes {arity} tensors and {op} {facts.arity}; try does not know "
+                          "which of the op's tensors its iterator passes", location=facts.location,
+                          hint="check it with `mpsgen verify` and the MPS tests")
+    if facts.alpha and not facts.alpha_types:
+        raise MpsgenError(f"{op}'s stub takes scalar parameters but {facts.functor}_functor is registered without an "
+                          "alpha or params type", location=facts.location, hint="register it with REGISTER_*_ALPHA_OP")
     source = shader_source(checkout, facts, facts.input_types)
+    if not facts.alpha:
+        return Prepared(facts, source, operands)
+    where = facts.host_location or facts.location
+    kernel_scalars = read_kernel_scalars(source, facts.host_body, facts.host_params, dict(facts.alpha_types), where)
+    if not need_reference:
+        return Prepared(facts, source, operands, kernel_scalars)
+    if reference == "catalog":
+        raise MpsgenError(f"{op}'s kernel takes scalars; the catalog references take none",
+                          hint="use --reference torch (pip install torch==2.13.0): torch's CPU op takes the same scalars")
+    overload, label = torch_scalar_reference(op, facts.arity)
+    if overload is None:
+        raise MpsgenError(f"nothing to compare {op} with: {label}",
+                          hint="install torch (pip install torch==2.13.0) so that its CPU op is the reference")
+    args = schema_scalars(overload._schema)
+    carried = host_arguments(args, kernel_scalars.host_params)
+    if carried is None:
+        raise MpsgenError(f"the host function takes {len(kernel_scalars.host_params)} parameters besides the iterator "
+                          f"({', '.join(kernel_scalars.host_params)}), {label} {len(args)} scalars "
+                          f"({', '.join(a.name for a in args)})", location=where,
+                          hint="try maps them by name, else in order when the counts agree")
+    return Prepared(facts, source, operands, kernel_scalars, carried, scalar_sets(op, args), overload, label)
+
+
+@dataclass(frozen=True)
+class TrySource:
+    """`try --show-source`: the shader source and the kernels it defines."""
+
+    op: str
+    functor: str
+    location: Location
+    source: str
+    kernels: tuple[tuple[str, str], ...]  # (kernel name, alpha or params type, "" when none)
+    operands: int  # tensor operands each kernel takes
+
+
+def try_source(checkout: Checkout, op: str) -> TrySource:
+    """The exact source `try` compiles, without running it (no compiler or torch needed)."""
+    prepared = prepare(checkout, op, need_reference=False)
+    facts = prepared.facts
+    alphas = dict(facts.alpha_types) if facts.alpha else {}
+    kernels = tuple((f"mpsgen_try_{t}", alphas.get(t, "")) for t in facts.input_types)
+    return TrySource(op, facts.functor, facts.location, prepared.source, kernels, kernel_arity(facts))
+
+
+def source_to_json(shown: TrySource) -> dict:
+    return {
+        "op": shown.op,
+        "functor": f"{shown.functor}_functor",
+        "path": shown.location.path,
+        "line": shown.location.line,
+        "operands": shown.operands,
+        "kernels": [{"name": name, "alpha_type": alpha or None} for name, alpha in shown.kernels],
+        "source": shown.source,
+    }
+
+
+def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> TryReport:
+    prepared = prepare(checkout, op, options.reference)
+    facts, source = prepared.facts, prepared.source
+    backend, not_run = choose_backend(options.backend)
     inputs = [make_inputs(t, facts.arity, options.seed, options.samples) for t in facts.input_types]
+    if prepared.scalars is not None:
+        return _try_scalars(checkout, prepared, inputs, backend, not_run, options)
+    reference, fallback, reference_note = choose_reference(op, facts.arity, options.reference)
     if backend == "mps":
         runs = _run_mps(source, inputs, reference, fallback)
 
@@ -94,13 +199,84 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
     else:
 
         owners = code_owners(checkout.read(facts.kernel_file), facts.kernel_file)
-        outputs, detail = run_on_host(host_program(checkout, facts, source, inputs), facts.kernel_file,
-                                      functor=facts.functor, owners=owners)
+        outputs, detail = run_on_host(host_program(checkout, facts, source, _operands(inputs, prepared.operands)),
+                                      facts.kernel_file, functor=facts.functor, owners=owners)
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
     results = _results(runs, opinfo_tolerances(checkout, op))
     return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
-                     tuple(results), options.seed)
+                     tuple(results), options.seed, source)
+
+
+def _operands(inputs: list[Inputs], operands: tuple[int, ...]) -> list[Inputs]:
+    """The kernel's operands from the op's tensors (threshold: self twice)."""
+    if operands == tuple(range(len(operands))) and all(len(i.columns) == len(operands) for i in inputs):
+        return inputs
+    return [Inputs(i.metal_type, tuple(i.columns[k] for k in operands), i.note) for i in inputs]
+
+
+def _scalar_plan(prepared: Prepared) -> tuple[dict, dict]:
+    """Per input type: (alpha type, fields, [(set index, field values)]) for the sets the host can
+    pass, and {(type, set index): why not} for the others."""
+    facts, ks = prepared.facts, prepared.scalars
+    plan, refused = {}, {}
+    for t in facts.input_types:
+        alpha_type, fields = ks.fields_by_type[t]
+        runnable = []
+        for index, chosen in enumerate(prepared.sets):
+            values = field_values(fields, stub_values(facts.op, prepared.scalar_args, chosen, ks.host_params))
+            if isinstance(values, str):
+                refused[(t, index)] = values
+            else:
+                runnable.append((index, values))
+        plan[t] = (alpha_type, fields, runnable)
+    return plan, refused
+
+
+def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], backend: str, not_run, options) -> TryReport:
+    """An alpha or params kernel: every scalar set against torch's CPU op with the same scalars."""
+    facts, source = prepared.facts, prepared.source
+    plan, refused = _scalar_plan(prepared)
+    references = [scalar_reference(prepared.overload, prepared.reference_label, s.as_dict()) for s in prepared.sets]
+    if backend == "mps":
+
+        torch = import_torch()
+        out_dtypes = {}
+        for case in inputs:
+            want = _expected(case, None, references[0], None)
+            out_dtypes[case.metal_type] = (METAL_TO_TORCH.get(want.out_type, "float32") if not isinstance(want, str)
+                                           else METAL_TO_TORCH[case.metal_type])
+        outputs = run_on_mps(source, _operands(inputs, prepared.operands), out_dtypes, plan)
+        detail = f"torch {torch.__version__} torch.mps.compile_shader"
+    else:
+
+        owners = code_owners(checkout.read(facts.kernel_file), facts.kernel_file)
+        program = host_program(checkout, facts, source, _operands(inputs, prepared.operands), plan)
+        outputs, detail = run_on_host(program, facts.kernel_file, functor=facts.functor, owners=owners)
+        detail = f"{detail} with mpsgen's Metal prelude"
+    by_name = {o.metal_type: o for o in outputs}
+    overrides = opinfo_tolerances(checkout, facts.op)
+    results = []
+    for index, chosen in enumerate(prepared.sets):
+        runs, skipped = [], {}
+        for case in inputs:
+            if (case.metal_type, index) in refused:
+                why = refused[(case.metal_type, index)]
+                skipped[case.metal_type] = DtypeResult(case.metal_type, METAL_TO_TORCH[case.metal_type], "", 0, 0.0, 0.0,
+                                                       0, (), None, "skipped", why, chosen.label)
+                continue
+            out = by_name.get(f"{case.metal_type}#{index}")
+            if out is None or len(out.values) != case.count:
+                raise MpsgenError(f"the try program printed no results for {case.metal_type} with {chosen.label}",
+                                  hint="run with --debug; this is a bug in mpsgen")
+            ran = [i for i, v in enumerate(out.values) if v is not None]
+            kept = keep(case, ran, _TRAP_NOTE)
+            out = Outputs(case.metal_type, out.out_type, tuple(out.values[i] for i in ran))
+            runs.append((kept, out, _expected(kept, out.out_type, references[index], None)))
+        compared = {r.metal_type: replace(r, scalars=chosen.label) for r in _results(runs, overrides)}
+        results += [skipped.get(case.metal_type) or compared[case.metal_type] for case in inputs]
+    return TryReport(facts.op, facts.functor, facts.location, backend, detail, not_run, prepared.reference_label, "",
+                     tuple(results), options.seed, source, tuple(s.label for s in prepared.sets))
 
 
 def _results(runs, overrides: dict) -> list[DtypeResult]:
@@ -192,9 +368,10 @@ def report_to_json(report: TryReport) -> dict:
         "reference_note": report.reference_note,
         "seed": report.seed,
         "exit_code": report.exit_code,
+        "scalar_sets": list(report.scalar_sets),
         "dtypes": [
             {
-                "metal_type": r.metal_type, "dtype": r.dtype, "out_type": r.out_type, "cases": r.cases,
+                "scalars": r.scalars, "metal_type": r.metal_type, "dtype": r.dtype, "out_type": r.out_type, "cases": r.cases,
                 "max_abs": number(r.max_abs), "max_rel": number(r.max_rel), "mismatches": r.mismatches,
                 "tolerance": None if r.tolerance is None else {"rtol": r.tolerance[0], "atol": r.tolerance[1]},
                 "status": r.status, "note": r.note,
@@ -203,4 +380,5 @@ def report_to_json(report: TryReport) -> dict:
             }
             for r in report.results
         ],
+        "source": report.source,
     }

@@ -44,6 +44,7 @@ class DtypeResult:
     tolerance: tuple[float, float] | None  # (rtol, atol); None: exact
     status: str  # passed / failed / skipped
     note: str = ""
+    scalars: str = ""  # the scalar set it ran with (alpha and params kernels): "beta=2, threshold=20"
 
 
 def _close(got, want, rtol: float, atol: float) -> bool:

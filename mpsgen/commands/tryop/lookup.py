@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from mpsgen.commands.scan import accepting_command
@@ -10,6 +11,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.views import METAL_TO_TORCH, Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.checkout import Checkout
+from mpsgen.read.cpp import mask_code, match_brace, split_top_level
 
 TORCH_TO_METAL = {torch: metal for metal, torch in METAL_TO_TORCH.items()}
 
@@ -23,6 +25,13 @@ class FunctorFacts:
     arity: int
     alpha: bool
     input_types: tuple[str, ...]  # Metal input types it is registered for, in METAL_TO_TORCH order
+    # The functor's tensor operands (the iterator's inputs: `exec_binary_kernel*` -> 2), which can
+    # differ from the op's tensor arguments (threshold: one tensor, a binary kernel).
+    kernel_arity: int = 0
+    alpha_types: tuple[tuple[str, str], ...] = ()  # (input type, alpha or params type) per registration
+    host_body: str = ""
+    host_params: tuple[str, ...] = ()
+    host_location: Location | None = None
 
 
 def functor_facts(checkout: Checkout, op: str) -> FunctorFacts:
@@ -53,5 +62,32 @@ def functor_facts(checkout: Checkout, op: str) -> FunctorFacts:
         raise MpsgenError(f"{name}_functor is not registered for any dtype", location=location,
                           hint="add its REGISTER_* lines (mpsgen new-op writes them)")
     carrier = facts.shared[0].entry
-    alpha = bool(facts.stub is not None and facts.stub.scalar_count)
-    return FunctorFacts(op, name, rel, location, len(carrier.tensor_inputs), alpha, types)
+    extras = facts.stub.params[1:] if facts.stub is not None else ()
+    alpha = bool(extras)
+    alpha_types = {}
+    for reg in views.kernel(rel).reading.registrations:
+        if reg.functor == name and reg.alpha and reg.input in types:
+            alpha_types.setdefault(reg.input, reg.alpha)
+    arity = len(carrier.tensor_inputs)
+    call = _EXEC_KIND.search(facts.host.body)
+    kernel_arity = _EXEC_ARITY[call.group(1)] if call else arity
+    return FunctorFacts(op, name, rel, location, arity, alpha, types, kernel_arity,
+                        tuple((t, alpha_types[t]) for t in types if t in alpha_types), facts.host.body,
+                        _declared_params(checkout, facts.host), facts.host.location)
+
+
+def _declared_params(checkout: Checkout, host) -> tuple[str, ...]:
+    """The host function's parameters as written (with their names), or its normalised ones."""
+
+    text = checkout.read(host.location.path)
+    masked = mask_code(text)
+    for m in re.finditer(rf"\b{re.escape(host.name)}\s*\(", masked):
+        close = match_brace(masked, m.end() - 1)
+        if close > 0 and masked[close + 1 : close + 200].lstrip().startswith("{"):
+            params = split_top_level(text[m.end() : close], "(<[", ")>]")
+            return tuple(" ".join(p.split("=", 1)[0].split()) for p in params)
+    return host.params
+
+
+_EXEC_KIND = re.compile(r"\bexec_(unary|binary|ternary)_kernel")
+_EXEC_ARITY = {"unary": 1, "binary": 2, "ternary": 3}

@@ -87,31 +87,79 @@ def _tensor(torch, column: tuple, dtype_name: str):
     return torch.tensor(list(column), dtype=getattr(torch, dtype_name))
 
 
-def _run_torch(overload, inputs: Inputs) -> Expected:
+# torch's spelling of a schema argument's type -> native_functions.yaml's.
+SCHEMA_TYPES = {"number": "Scalar", "Optional[number]": "Scalar?", "float": "float", "Optional[float]": "float?",
+                "int": "int", "bool": "bool", "Tensor": "Tensor"}
+
+
+def schema_type(argument) -> str:
+    return SCHEMA_TYPES.get(str(argument.type), str(argument.type))
+
+
+def _scalar_overload(schema, arity: int) -> bool:
+    """`arity` tensors first, then only scalar arguments (Scalar, float, float?, int, bool)."""
+    args = [a for a in schema.arguments if not a.is_out]
+    tensors = [a for a in args if schema_type(a) == "Tensor"]
+    others = [a for a in args if schema_type(a) != "Tensor"]
+    return (len(tensors) == arity
+            and all(schema_type(a) in ("Scalar", "float", "float?", "int", "bool", "Scalar?") for a in others))
+
+
+def torch_scalar_reference(op: str, arity: int):
+    """torch's CPU op taking `arity` tensors and scalars: (overload, label) or (None, why not)."""
+    why = torch_unavailable()
+    if why:
+        return None, why
+    torch = import_torch()
+
+    packet = getattr(torch.ops.aten, op, None)
+    if packet is None:
+        return None, f"torch.ops.aten has no {op}"
+    names = packet.overloads()
+    for name in ("Scalar", *_OVERLOADS):
+        if name in names and _scalar_overload(getattr(packet, name)._schema, arity):
+            label = f"torch {torch.__version__} CPU: aten::{op}" + ("" if name == "default" else f".{name}")
+            return getattr(packet, name), label
+    return None, f"no overload of aten::{op} takes exactly {arity} tensors and scalars ({', '.join(names)})"
+
+
+def scalar_reference(overload, label: str, scalars: dict) -> Reference:
+    """torch's CPU op with the scalar arguments `scalars` (by name); the tensors are passed by name
+    too, so that an op whose tensors and scalars interleave (elu_backward) takes them."""
+    names = tuple(a.name for a in overload._schema.arguments if not a.is_out and schema_type(a) == "Tensor")
+    return Reference(label, lambda inputs, _out: _run_torch(overload, inputs, scalars, names))
+
+
+def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tuple[str, ...] = ()) -> Expected:
     torch = import_torch()
 
     dtype = METAL_TO_TORCH[inputs.metal_type]
     note = ""
     try:
-        _run_columns(torch, overload, inputs.columns[:1] and tuple(c[:1] for c in inputs.columns), dtype)
+        _run_columns(torch, overload, inputs.columns[:1] and tuple(c[:1] for c in inputs.columns), dtype, None, scalars, names)
         compute_in = dtype
     except (RuntimeError, NotImplementedError) as exc:
         compute_in = _WIDER.get(dtype)
         if compute_in is None:
             raise
         note = f"the CPU op has no {dtype} kernel ({str(exc).splitlines()[0][:80]}); computed in {compute_in} and rounded"
-    result = _run_columns(torch, overload, inputs.columns, compute_in, dtype)
+    result = _run_columns(torch, overload, inputs.columns, compute_in, dtype, scalars, names)
     out_name = str(result.dtype).replace("torch.", "")
 
     def alone(i: int):
-        one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), compute_in, dtype)
+        one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), compute_in, dtype, scalars, names)
         return _values(torch, one)[0]
 
     return Expected(_values(torch, result), TORCH_TO_METAL.get(out_name, out_name), note, alone)
 
 
-def _run_columns(torch, overload, columns: tuple, compute_in: str, dtype: str | None = None):
-    result = overload(*(_tensor(torch, c, compute_in) for c in columns))
+def _run_columns(torch, overload, columns: tuple, compute_in: str, dtype: str | None = None,
+                 scalars: dict | None = None, names: tuple[str, ...] = ()):
+    tensors = [_tensor(torch, c, compute_in) for c in columns]
+    if names:
+        result = overload(**dict(zip(names, tensors)), **(scalars or {}))
+    else:
+        result = overload(*tensors, **(scalars or {}))
     if dtype is not None and compute_in != dtype and result.dtype == getattr(torch, compute_in):
         result = result.to(getattr(torch, dtype))
     return result

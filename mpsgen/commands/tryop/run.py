@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, TORCH_TO_METAL
 from mpsgen.commands.tryop.reference import import_torch
+from mpsgen.commands.tryop.scalars import pack
 from mpsgen.commands.tryop.values import Inputs, from_float32_bits
 from mpsgen.errors import CheckFailed, MpsgenError
 from mpsgen.read.metalhost.check import diagnostic_context
@@ -125,9 +126,12 @@ def parse_outputs(stdout: str) -> list[Outputs]:
     return found
 
 
-def run_on_mps(source: str, inputs: list[Inputs], out_dtypes: dict[str, str]) -> list[Outputs]:
+def run_on_mps(source: str, inputs: list[Inputs], out_dtypes: dict[str, str], scalars: dict | None = None) -> list[Outputs]:
     """Run the try kernels of `source` on the GPU through torch.mps.compile_shader (macOS with MPS).
-    `out_dtypes` maps each Metal input type to the torch dtype name of its output buffer."""
+    `out_dtypes` maps each Metal input type to the torch dtype name of its output buffer. `scalars`
+    (alpha and params kernels): input type -> (alpha type, fields, [(set index, field values)]); the
+    kernel takes the alpha or struct as a constant buffer, passed as a uint8 tensor of its bytes,
+    and runs once per set (outputs named `<type>#<set index>`, as the host driver prints them)."""
 
     torch = import_torch()
 
@@ -136,9 +140,16 @@ def run_on_mps(source: str, inputs: list[Inputs], out_dtypes: dict[str, str]) ->
     for case in inputs:
         dtype = getattr(torch, METAL_TO_TORCH[case.metal_type])
         tensors = [torch.tensor(list(column), dtype=dtype, device="mps") for column in case.columns]
-        out = torch.empty(case.count, dtype=getattr(torch, out_dtypes[case.metal_type]), device="mps")
-        getattr(library, f"mpsgen_try_{case.metal_type}")(out, *tensors)
-        torch.mps.synchronize()
-        found.append(Outputs(case.metal_type, TORCH_TO_METAL.get(out_dtypes[case.metal_type], "other"),
-                             tuple(out.cpu().tolist())))
+        kernel = getattr(library, f"mpsgen_try_{case.metal_type}")
+        runs = [("", ())]
+        if scalars is not None:
+            _, fields, sets = scalars[case.metal_type]
+            runs = [(f"#{index}", (torch.tensor(list(pack(fields, values)), dtype=torch.uint8, device="mps"),))
+                    for index, values in sets]
+        for tag, extra in runs:
+            out = torch.empty(case.count, dtype=getattr(torch, out_dtypes[case.metal_type]), device="mps")
+            kernel(out, *tensors, *extra)
+            torch.mps.synchronize()
+            found.append(Outputs(case.metal_type + tag, TORCH_TO_METAL.get(out_dtypes[case.metal_type], "other"),
+                                 tuple(out.cpu().tolist())))
     return found

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts
-from mpsgen.commands.tryop.values import Inputs, float32_bits, kind
+from mpsgen.commands.tryop.values import KINDS, Inputs, float32_bits, kind
 from mpsgen.edit.templates import Templates
 from mpsgen.read.checkout import Checkout
 from mpsgen.read.cpp import mask_code
@@ -67,12 +67,25 @@ def bundle(checkout: Checkout, rel: str) -> str:
     return "\n".join([f'#line 1 "{rel}"', *expand(rel)]) + "\n"
 
 
+def kernel_arity(facts: FunctorFacts) -> int:
+    return facts.kernel_arity or facts.arity
+
+
 def shader_source(checkout: Checkout, facts: FunctorFacts, types: tuple[str, ...]) -> str:
     """The complete Metal source `try` runs: on MPS through torch.mps.compile_shader, on the host
     through the prelude (mpsgen's tests compile this exact string)."""
-    kernels = Templates(checkout.root).render("try_kernels.metal.j2", functor=facts.functor, arity=facts.arity,
-                                              types=list(types))
+    alphas = dict(facts.alpha_types)
+    kernels = Templates(checkout.root).render(
+        "try_kernels.metal.j2", functor=facts.functor, arity=kernel_arity(facts), types=list(types),
+        alphas={t: alphas[t] for t in types} if facts.alpha else {},
+        struct=any(a not in KINDS for a in alphas.values()))
     return bundle(checkout, facts.kernel_file) + f'#line 1 "{TRY_KERNELS_NAME}"\n' + kernels
+
+
+@dataclass(frozen=True)
+class _Set:
+    tag: str  # appended to the type in the driver's output line: `#<scalar set index>`
+    assignments: tuple[str, ...]  # C++ statements filling `alpha`
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,31 @@ class _Case:
     storage: str
     decode: str
     data: tuple[str, ...]
+    alpha_type: str = ""
+    sets: tuple[_Set, ...] = (_Set("", ()),)
+
+
+def value_literal(value, metal_type: str, target: str) -> str:
+    """C++ giving `target` (of Metal type `metal_type`) the value `value` exactly."""
+    k = kind(metal_type)
+    if k == "float":
+        return f"{target} = mpsgen_float_in<decltype({target})>({_float_bits_literal(value)})"
+    if k == "bool":
+        return f"{target} = {'true' if value else 'false'}"
+    return f"{target} = static_cast<decltype({target})>({_long_literal(int(value))})"
+
+
+def scalar_sets_cpp(alpha_type: str, fields, sets) -> tuple[_Set, ...]:
+    """The driver's blocks for one input type: (set index, field values) -> assignments to `alpha`
+    (a struct's fields, or alpha itself)."""
+    out = []
+    for index, values in sets:
+        if alpha_type in KINDS:
+            assignments = (value_literal(values[0], fields[0].type, "alpha"),)
+        else:
+            assignments = tuple(value_literal(v, f.type, f"alpha.{f.name}") for f, v in zip(fields, values))
+        out.append(_Set(f"#{index}", assignments))
+    return tuple(out)
 
 
 def _long_literal(v: int) -> str:
@@ -111,12 +149,23 @@ def _case(inputs: Inputs) -> _Case:
     return _Case(inputs.metal_type, inputs.count, storage, decode, tuple(data))
 
 
-def host_program(checkout: Checkout, facts: FunctorFacts, source: str, inputs: list[Inputs]) -> str:
+def host_program(checkout: Checkout, facts: FunctorFacts, source: str, inputs: list[Inputs],
+                 scalars: dict | None = None) -> str:
     """`source` with the host driver around it (not part of what MPS would compile): the driver's
-    headers before it, the driver after it."""
+    headers before it, the driver after it. `inputs` are the kernel's operands; `scalars`, for an
+    alpha or params kernel: input type -> (alpha type, fields, [(set index, field values)])."""
+    from dataclasses import replace
 
+
+    cases = []
+    for i in inputs:
+        case = _case(i)
+        if scalars is not None:
+            alpha_type, fields, sets = scalars[i.metal_type]
+            case = replace(case, alpha_type=alpha_type, sets=scalar_sets_cpp(alpha_type, fields, sets))
+        cases.append(case)
     main = Templates(checkout.root).render(
-        "try_host_main.cpp.j2", functor=facts.functor, arity=facts.arity, type_names=list(METAL_TO_TORCH),
-        cases=[_case(i) for i in inputs])
+        "try_host_main.cpp.j2", functor=facts.functor, arity=kernel_arity(facts), type_names=list(METAL_TO_TORCH),
+        cases=cases)
     # The driver's own headers come first: the prelude poisons `double` after its standard headers.
     return _HOST_HEADERS + source + '#line 1 "<mpsgen try host driver>"\n' + main
