@@ -342,9 +342,8 @@ def find_list_macros(text: str) -> list[ListMacro]:
         if macro is not None:
             found.append(_with_calls(macro, masked, lines, conditional))
         i = end + 1
-    names = [m.name for m in found]
-    return [replace(m, declined=m.declined or "defined more than once") if names.count(m.name) > 1 else m
-            for m in found]
+    twice = {m.name for m in found if len(re.findall(rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(m.name)}\b", masked, re.M)) > 1}
+    return [replace(m, declined="defined more than once") if m.name in twice else m for m in found]
 
 
 def _list_macro(name: str, param_text: str, body: list[str], first_line: int) -> ListMacro | None:
@@ -447,7 +446,7 @@ def add_to_list_macro(text: str, macro: ListMacro, op: str) -> tuple[int, int, s
         out = [c.ljust(width) + " \\" for c in new_contents[:-1]] + [new_contents[-1]]
     else:
         # the other lines as they are; a new or changed line continued at its neighbour's column
-        column = raw[0].rstrip().rfind("\\")
+        column = [line.rstrip().rfind("\\") for k, line in enumerate(raw[:-1]) if k in entries][-1]
         out = []
         for k, content in enumerate(new_contents):
             old = k if k < inserted else k - 1

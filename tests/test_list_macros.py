@@ -1,0 +1,165 @@
+"""Registrations through the kernel file's own list macros (issue 19): a new op joins a macro that
+registers a list of ops per dtype (or per dtype pair) when what the macro's calls register is
+exactly some of the op's dtype groups; the rest stays explicit. Exact edited text (goldens of the
+diff), the compiler's reading of the result, clang-format, a second plan changing nothing."""
+
+from __future__ import annotations
+
+import difflib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mpsgen.clangformat import find_executable
+from mpsgen.cpp import mask_code
+from mpsgen.facts import functor_spans
+from mpsgen.metal import add_to_list_macro, find_list_macros, plan_kernel, read_kernel_file, registrations_for
+from mpsgen.metalread import read_kernel
+
+from support import FIXTURE_CHECKOUT, assert_golden, copy_checkout, run_cli, snapshot
+
+DATA = Path(__file__).resolve().parent / "data" / "listmacro" / "ListMacros.metal"
+REL = "aten/src/ATen/native/mps/kernels/ListMacros.metal"
+MACROS = frozenset({"REGISTER_UNARY_OP", "REGISTER_UNARY_ALPHA_OP"})
+
+# name: (functor, dtype groups, the macros that take it)
+CASES = {
+    "sorted_list_in_order": ("chi", ("float",), ["REGISTER_SORTED_KERNELS"]),
+    "unsorted_list_at_the_end": ("omega", ("int2float",), ["REGISTER_PROMOTING_KERNELS"]),
+    "per_dtype_macro": ("nu", ("complex",), ["REGISTER_COMPLEX_KERNELS"]),
+    "three_macros_for_three_groups": ("xi", ("float", "int2float", "complex"),
+                                      ["REGISTER_SORTED_KERNELS", "REGISTER_PROMOTING_KERNELS",
+                                       "REGISTER_COMPLEX_KERNELS"]),
+    "macro_called_under_if_is_declined": ("rho", ("integer",), []),
+    "float_in_the_macro_integer_explicit": ("sigma", ("float", "integer"), ["REGISTER_SORTED_KERNELS"]),
+    "no_macro_matches": ("tau", ("bool",), []),
+}
+
+
+def functor_text(name: str) -> str:
+    return f"struct {name}_functor {{\n  template <typename T>\n  inline T operator()(const T x) {{\n    return x;\n  }}\n}};\n"
+
+
+def plan(text: str, functor: str, groups: tuple[str, ...]):
+    """The kernel step's plan: functors as the pipeline passes them (a macro-written one at its call)."""
+    registrations = registrations_for(functor, 1, False, groups, MACROS, REL)
+    masked = mask_code(text)
+    functors = functor_spans(text, masked, read_kernel_file(text, REL, masked).functors, read_kernel(text, REL, read))
+    return plan_kernel(text, REL, functor, functor_text(functor), registrations, functors=functors), registrations
+
+
+def read(rel: str) -> str | None:
+    path = FIXTURE_CHECKOUT / rel
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def unified(before: str, after: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), "a/" + REL, "b/" + REL))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_registrations_join_the_list_macros_that_fit(case):
+    functor, groups, macros = CASES[case]
+    before = DATA.read_text(encoding="utf-8")
+    change, registrations = plan(before, functor, groups)
+    assert_golden(unified(before, change.text), f"listmacro/{case}.diff")
+    # the compiler's reading: the op is registered for exactly its groups' pairs, nothing else moved
+    old, new = read_kernel(before, REL, read), read_kernel(change.text, REL, read)
+    assert not new.errors
+    assert new.pairs(functor) == {(reg.args[1], reg.args[2]) for reg in registrations}
+    assert {f: old.pairs(f) for f in old.functors} == {f: new.pairs(f) for f in old.functors}
+    # the summary says which macro took it, at the entry's line of the new text
+    lines = change.text.splitlines()
+    through = [c for c in change.changes if c.kind == "register" and " through " in c.detail]
+    assert [c.detail.split(" through ")[1].split(" (")[0] for c in through] == macros
+    for c in through:
+        assert lines[c.location.line - 1].strip().startswith(c.detail.split(" registers ")[0])
+    explicit = [c for c in change.changes if c.kind == "register" and " through " not in c.detail]
+    assert len(explicit) == len(registrations) - sum(len(m.registered_args()) for m in find_list_macros(before)
+                                                     if m.name in macros)
+    # a second plan adds nothing
+    again, _ = plan(change.text, functor, groups)
+    assert again.text == change.text
+    assert not [c for c in again.changes if c.kind == "register"]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_edited_file_is_clean_under_clang_format(case):
+    executable = find_executable()
+    if executable is None:
+        pytest.skip("no clang-format executable (it is a dependency of mpsgen: reinstall)")
+    functor, groups, _ = CASES[case]
+    text = plan(DATA.read_text(encoding="utf-8"), functor, groups)[0].text
+    style = FIXTURE_CHECKOUT / ".clang-format"
+    formatted = subprocess.run([executable, f"--style=file:{style}", "--assume-filename=x.cpp"],
+                               input=text, capture_output=True, text=True, check=True).stdout
+    assert formatted == text
+
+
+def test_the_macros_and_why_some_are_declined():
+    found = {m.name: m for m in find_list_macros(DATA.read_text(encoding="utf-8"))}
+    assert list(found) == ["REGISTER_SORTED_KERNELS", "REGISTER_PROMOTING_KERNELS", "REGISTER_COMPLEX_KERNELS",
+                           "REGISTER_INTEGER_KERNELS"]  # PASS_THROUGH_FUNCTOR writes a functor: not a list
+    assert found["REGISTER_PROMOTING_KERNELS"].registered_args() == {
+        (t, "float") for t in ("long", "int", "short", "uchar", "char", "bool")}
+    assert found["REGISTER_COMPLEX_KERNELS"].registered_args() == {("float2", "float2"), ("half2", "half2")}
+    assert found["REGISTER_INTEGER_KERNELS"].declined == "called under #if at line 70"
+    assert not any(m.declined for name, m in found.items() if name != "REGISTER_INTEGER_KERNELS")
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("#define L(T) \\\n  REGISTER_UNARY_OP(a, T, T); \\\n  REGISTER_UNARY_OP(b, T, T)\n\nL(float);\nL(float);\n#define L(T) x\n",
+     "defined more than once"),
+    ("#define L(T) \\\n  REGISTER_UNARY_OP(a, T, T); \\\n  REGISTER_UNARY_OP(b, T, T)\n\nL(float);\nOTHER(L);\n",
+     "used other than by top-level calls"),
+    ("#if __METAL_VERSION__ >= 310\n#define L(T) \\\n  REGISTER_UNARY_OP(a, T, T); \\\n  REGISTER_UNARY_OP(b, T, T)\n"
+     "#endif\nL(float);\n", "defined under #if"),
+    ("#define L(T) \\\n  REGISTER_UNARY_OP(a, T, T); \\\n  REGISTER_UNARY_OP(b, T, T)\n", "never called"),
+])
+def test_a_macro_whose_calls_cannot_be_read_plainly_is_declined(text, why):
+    assert [m.declined for m in find_list_macros(text)][:1] == [why]
+
+
+@pytest.mark.parametrize("text", [
+    # one entry is no list; entries of two REGISTER macros; different dtype arguments; fixed dtypes
+    "#define L(T) \\\n  REGISTER_UNARY_OP(a, T, T)\nL(float);\n",
+    "#define L(T) \\\n  REGISTER_UNARY_OP(a, T, T); \\\n  REGISTER_BINARY_OP(b, T, T)\nL(float);\n",
+    "#define L(T) \\\n  REGISTER_UNARY_OP(a, T, T); \\\n  REGISTER_UNARY_OP(b, T, float)\nL(float);\n",
+    "#define L(T) \\\n  REGISTER_UNARY_OP(a, float, float); \\\n  REGISTER_UNARY_OP(b, float, float)\nL(x);\n",
+])
+def test_what_is_not_a_registration_list(text):
+    assert find_list_macros(text) == []
+
+
+def test_a_block_not_aligned_as_clang_format_aligns_keeps_its_other_lines():
+    text = ("#define L(T)   \\\n  REGISTER_UNARY_OP(a, T, T);    \\\n  REGISTER_UNARY_OP(b, T, T)\n\nL(float);\n")
+    (macro,) = find_list_macros(text)
+    start, end, block = add_to_list_macro(text, macro, "c")
+    assert text[:start] + block + text[end:] == (
+        "#define L(T)   \\\n  REGISTER_UNARY_OP(a, T, T);    \\\n  REGISTER_UNARY_OP(b, T, T);    \\\n"
+        "  REGISTER_UNARY_OP(c, T, T)\n\nL(float);\n")
+
+
+def test_crlf_file_keeps_its_line_endings():
+    text = DATA.read_text(encoding="utf-8").replace("\n", "\r\n")
+    change, _ = plan(text, "omega", ("int2float",))
+    assert "\r\n" in change.text and "\n" not in change.text.replace("\r\n", "")
+    assert ("  REGISTER_UNARY_OP(eta, DTYPE1, DTYPE0);          \\\r\n"
+            "  REGISTER_UNARY_OP(omega, DTYPE1, DTYPE0)\r\n\r\nREGISTER_PROMOTING_KERNELS(float, long);\r\n") in change.text
+
+
+def test_migrate_asinh_joins_the_fixture_macros_and_verify_passes(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "migrate", "asinh", "--format", "plain"])
+    assert result.exit_code == 0, result.stderr
+    assert "registers asinh through INSTANTIATE_MATH_UNARY_KERNELS (9 dtype pairs)" in result.stdout
+    assert "registers asinh through REGISTER_COMPLEX_SIGN_KERNELS (2 dtype pairs)" in result.stdout
+    metal = (root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal").read_text(encoding="utf-8")
+    assert "REGISTER_UNARY_OP(asinh, float" not in metal  # no explicit line left
+    verify = run_cli(["-C", str(root), "verify", "asinh"])
+    assert verify.exit_code == 0, verify.stdout + verify.stderr
+    after = snapshot(root)
+    again = run_cli(["-C", str(root), "migrate", "asinh"])
+    assert again.exit_code == 0 and "already native Metal" in again.stdout
+    assert snapshot(root) == after
