@@ -182,12 +182,14 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
 
 
 def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrations: list[Registration],
-                registration_macro: str = "", functors: dict | None = None) -> FileChange:
+                registration_macro: str = "", functors: dict | None = None, reading=None) -> FileChange:
     """Add `functor_text` after the file's last functor (a backward functor after its forward one)
     and the registrations after its last registration line (the file keeps one registration block),
     skipping what is already there. `registration_macro`: a `#define` the new registration lines
     use, written just before them. `functors`: every functor's span as the compiler sees the file
-    (`facts.KernelView.functors`: those written by a macro are at their call), else the literal ones."""
+    (`facts.KernelView.functors`: those written by a macro are at their call), else the literal ones.
+    Registrations join the file's own list macros where they fit (`join_list_macros`; `reading`,
+    the compiler's reading of `text`, says which calls under a Metal version condition count)."""
     kernel = read_kernel_file(text, path)
     if functors is not None:
         kernel = replace(kernel, functors={**functors, **kernel.functors})
@@ -217,7 +219,7 @@ def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrat
         functor_end = anchor
         changes.append(Change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0)), f"struct {functor}_functor"))
     missing = [reg for reg in registrations if not kernel.has_registration(reg)]
-    macro_spans, macros, missing = join_list_macros(text, functor, missing)
+    macro_spans, macros, missing = join_list_macros(text, functor, missing, reading)
     spans.extend(macro_spans)
     if missing:
         guard = bfloat_guard(text, kernel)
@@ -282,6 +284,10 @@ _LIST_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^()]*)\)[ \t]*\\$
 _LIST_ENTRY = re.compile(r"^(REGISTER_\w+)[ \t]*\([ \t]*(\w+)[ \t]*,([^()]*)\)[ \t]*(;?)$")
 _CONDITIONAL_OPEN = re.compile(r"^[ \t]*#[ \t]*if(?:n?def)?\b")
 _CONDITIONAL_CLOSE = re.compile(r"^[ \t]*#[ \t]*endif\b")
+_CONDITIONAL_ELSE = re.compile(r"^[ \t]*#[ \t]*(?:else|elif)\b")
+# a condition on the Metal version only: the compiler's reading (`metalread`, Metal 3.1) says
+# whether the calls under it count
+_VERSION_CONDITION = re.compile(r"^#if __METAL_VERSION__ (?:>=|>|<|<=|==) \d+$")
 
 
 @dataclass(frozen=True)
@@ -300,6 +306,21 @@ class ListMacro:
     last_line: int  # 1-based last line of its body
     invocations: tuple[tuple[tuple[str, ...], int], ...]  # (arguments, line)
     declined: str = ""  # why the file's registrations must not go through it ("" when they may)
+    # calls under `#if __METAL_VERSION__ ...` only: usable when the compiler's reading sees each
+    # (`usable`); an op joining the list is then registered under the same conditions
+    version_calls: tuple[int, ...] = ()
+
+    def usable(self, reading=None) -> str:
+        """Why the list cannot take a new op ("" when it can): `declined`, or a call under a Metal
+        version condition that the compiler (`reading`: `metalread.KernelReading`) does not take
+        or that nothing read."""
+        if self.declined or not self.version_calls:
+            return self.declined
+        if reading is None:
+            return f"called under #if at line {self.version_calls[0]}"
+        seen = {r.line for r in reading.registrations}
+        unseen = [line for line in self.version_calls if line not in seen]
+        return f"called under #if at line {unseen[0]}, which Metal 3.1 does not compile" if unseen else ""
 
     def registered_args(self) -> frozenset[tuple[str, ...]]:
         """The registration arguments after the op that the calls produce (the compiler's expansion
@@ -317,17 +338,22 @@ def find_list_macros(text: str) -> list[ListMacro]:
     build), one used anywhere but plain top-level calls, or one defined twice."""
     masked = mask_code(text)
     lines = masked.split("\n")
-    depth = 0
-    conditional: list[bool] = []
+    # each line's enclosing conditions: the `#if...` lines of the open blocks ("#else" once past one)
+    stack: list[str] = []
+    conditional: list[tuple[str, ...]] = []
     for line in lines:
+        directive = line.strip().rstrip("\r")
         if _CONDITIONAL_OPEN.match(line):
-            conditional.append(depth > 0)
-            depth += 1
+            conditional.append(tuple(stack))
+            stack.append(re.sub(r"^#\s*", "#", " ".join(directive.split())))
         elif _CONDITIONAL_CLOSE.match(line):
-            depth = max(depth - 1, 0)
-            conditional.append(depth > 0)
+            stack = stack[:-1]
+            conditional.append(tuple(stack))
+        elif _CONDITIONAL_ELSE.match(line) and stack:
+            stack[-1] = "#else"
+            conditional.append(tuple(stack))
         else:
-            conditional.append(depth > 0)
+            conditional.append(tuple(stack))
     found: list[ListMacro] = []
     i = 0
     while i < len(lines):
@@ -378,9 +404,10 @@ def _normalise_arg(arg: str) -> str:
     return "##".join(piece.strip() for piece in arg.split("##"))
 
 
-def _with_calls(macro: ListMacro, masked: str, lines: list[str], conditional: list[bool]) -> ListMacro:
+def _with_calls(macro: ListMacro, masked: str, lines: list[str], conditional: list[tuple[str, ...]]) -> ListMacro:
     call = re.compile(rf"^{re.escape(macro.name)}[ \t]*\(([^()]*)\)[ \t]*;?[ \t]*$")
     calls = []
+    version_calls = []
     declined = "defined under #if" if conditional[macro.first_line - 1] else ""
     for k, line in enumerate(lines):
         m = call.match(line.rstrip("\r"))
@@ -390,15 +417,17 @@ def _with_calls(macro: ListMacro, masked: str, lines: list[str], conditional: li
         if len(values) != len(macro.params) or not all(re.fullmatch(r"\w+", v) for v in values):
             declined = declined or f"called with other arguments at line {k + 1}"
             continue
-        if conditional[k] and not declined:
-            declined = f"called under #if at line {k + 1}"
+        if conditional[k] and all(_VERSION_CONDITION.match(c) for c in conditional[k]):
+            version_calls.append(k + 1)
+        elif conditional[k] and not declined:
+            declined = f"called under {conditional[k][-1].split(' ', 1)[0]} at line {k + 1}"
         calls.append((values, k + 1))
     uses = len(re.findall(rf"\b{re.escape(macro.name)}\b", masked))
     if uses != 1 + len(calls) and not declined:
         declined = "used other than by top-level calls"
     if not calls and not declined:
         declined = "never called"
-    return replace(macro, invocations=tuple(calls), declined=declined)
+    return replace(macro, invocations=tuple(calls), declined=declined, version_calls=tuple(version_calls))
 
 
 def _entry_line(block_line: str, op: str, new_op: str) -> str:
@@ -460,7 +489,8 @@ def add_to_list_macro(text: str, macro: ListMacro, op: str) -> tuple[int, int, s
     return start, end, block
 
 
-def join_list_macros(text: str, functor: str, registrations: list[Registration]) -> tuple[list, list[ListMacro], list[Registration]]:
+def join_list_macros(text: str, functor: str, registrations: list[Registration],
+                     reading=None) -> tuple[list, list[ListMacro], list[Registration]]:
     """Which of `registrations` go through the file's list macros: a macro takes `functor` when
     what its calls register is exactly the union of some of the op's dtype groups (`Registration.
     group`), none of them already taken. Returns the spans that add the entries, the macros used,
@@ -470,7 +500,7 @@ def join_list_macros(text: str, functor: str, registrations: list[Registration])
     spans = []
     used: list[ListMacro] = []
     for macro in find_list_macros(text):
-        if macro.declined:
+        if macro.usable(reading):
             continue
         target = macro.registered_args()
         def made_by_macro(reg: Registration) -> bool:

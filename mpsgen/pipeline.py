@@ -119,7 +119,8 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
         yield plan_include(c.read(spec.kernel_file), spec.kernel_file, kernel.params.include)
     change = plan_kernel(c.read(spec.kernel_file), spec.kernel_file, spec.functor, kernel.text,
                          list(kernel.registrations), kernel.registration_macro,
-                         functors=c.views.kernel(spec.kernel_file).functors)
+                         functors=c.views.kernel(spec.kernel_file).functors,
+                         reading=c.views.kernel(spec.kernel_file).reading)
     notes = change.notes + kernel.notes
     if kernel.source == "placeholder" and kernel.text:
         struct = change.text.find(f"struct {spec.functor}_functor {{")

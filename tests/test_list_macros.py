@@ -46,7 +46,9 @@ def plan(text: str, functor: str, groups: tuple[str, ...]):
     registrations = registrations_for(functor, 1, False, groups, MACROS, REL)
     masked = mask_code(text)
     functors = functor_spans(text, masked, read_kernel_file(text, REL, masked).functors, read_kernel(text, REL, read))
-    return plan_kernel(text, REL, functor, functor_text(functor), registrations, functors=functors), registrations
+    reading = read_kernel(text, REL, read)
+    return plan_kernel(text, REL, functor, functor_text(functor), registrations, functors=functors,
+                       reading=reading), registrations
 
 
 def read(rel: str) -> str | None:
@@ -104,8 +106,28 @@ def test_the_macros_and_why_some_are_declined():
     assert found["REGISTER_PROMOTING_KERNELS"].registered_args() == {
         (t, "float") for t in ("long", "int", "short", "uchar", "char", "bool")}
     assert found["REGISTER_COMPLEX_KERNELS"].registered_args() == {("float2", "float2"), ("half2", "half2")}
-    assert found["REGISTER_INTEGER_KERNELS"].declined == "called under #if at line 70"
+    assert found["REGISTER_INTEGER_KERNELS"].declined == "called under #ifndef at line 73"
     assert not any(m.declined for name, m in found.items() if name != "REGISTER_INTEGER_KERNELS")
+    # bfloat's call is under a Metal version condition: it counts when the compiler takes it
+    sorted_list = found["REGISTER_SORTED_KERNELS"]
+    assert sorted_list.version_calls == (39,) and ("bfloat", "bfloat") in sorted_list.registered_args()
+    assert sorted_list.usable(None) == "called under #if at line 39"
+    assert sorted_list.usable(read_kernel(DATA.read_text(encoding="utf-8"), REL, read)) == ""
+
+
+def test_a_call_under_a_metal_version_the_compiler_does_not_take_declines_the_list():
+    text = ("#include <c10/metal/indexing.h>\n"
+            "#define L(T)                 \\\n  REGISTER_UNARY_OP(a, T, T); \\\n  REGISTER_UNARY_OP(b, T, T)\n\n"
+            "L(float);\n#if __METAL_VERSION__ < 310\nL(half);\n#else\nL(bfloat);\n#endif\n")
+    (macro,) = find_list_macros(text)
+    assert macro.declined == "called under #else at line 10"
+    text = text.replace("#else\nL(bfloat);\n", "")
+    (macro,) = find_list_macros(text)
+    assert macro.version_calls == (8,)
+    assert macro.usable(read_kernel(text, REL, read)) == "called under #if at line 8, which Metal 3.1 does not compile"
+    change = plan_kernel(text, REL, "c", "", registrations_for("c", 1, False, ("float",), MACROS, REL),
+                         reading=read_kernel(text, REL, read))
+    assert "REGISTER_UNARY_OP(c, T, T)" not in change.text and "REGISTER_UNARY_OP(c, half, half);" in change.text
 
 
 @pytest.mark.parametrize(("text", "why"), [

@@ -26,7 +26,8 @@ PASS_THROUGH_FUNCTOR(kappa);
 PASS_THROUGH_FUNCTOR(lambda);
 PASS_THROUGH_FUNCTOR(mu);
 
-// A sorted list over (input, output) pairs: the floating types.
+// A sorted list over (input, output) pairs: the floating types, bfloat where
+// the Metal version has it.
 #define REGISTER_SORTED_KERNELS(DTYPE_IN, DTYPE_OUT) \
   REGISTER_UNARY_OP(alpha, DTYPE_IN, DTYPE_OUT);     \
   REGISTER_UNARY_OP(beta, DTYPE_IN, DTYPE_OUT);      \
@@ -34,7 +35,9 @@ PASS_THROUGH_FUNCTOR(mu);
 
 REGISTER_SORTED_KERNELS(float, float);
 REGISTER_SORTED_KERNELS(half, half);
+#if __METAL_VERSION__ >= 310
 REGISTER_SORTED_KERNELS(bfloat, bfloat);
+#endif
 
 // An unsorted list, output first: integer inputs computed in float.
 #define REGISTER_PROMOTING_KERNELS(DTYPE0, DTYPE1) \
@@ -56,7 +59,7 @@ REGISTER_PROMOTING_KERNELS(float, bool);
 REGISTER_COMPLEX_KERNELS(float);
 REGISTER_COMPLEX_KERNELS(half);
 
-// The integer types; bool only where the compiler is new enough.
+// The integer types; bool unless the build says otherwise.
 #define REGISTER_INTEGER_KERNELS(DTYPE)   \
   REGISTER_UNARY_OP(kappa, DTYPE, DTYPE); \
   REGISTER_UNARY_OP(lambda, DTYPE, DTYPE)
@@ -66,7 +69,7 @@ REGISTER_INTEGER_KERNELS(int);
 REGISTER_INTEGER_KERNELS(short);
 REGISTER_INTEGER_KERNELS(uchar);
 REGISTER_INTEGER_KERNELS(char);
-#if __METAL_VERSION__ >= 310
+#ifndef MPSGEN_TEST_NO_BOOL
 REGISTER_INTEGER_KERNELS(bool);
 #endif
 
