@@ -185,3 +185,31 @@ def test_migrate_asinh_joins_the_fixture_macros_and_verify_passes(tmp_path):
     again = run_cli(["-C", str(root), "migrate", "asinh"])
     assert again.exit_code == 0 and "already native Metal" in again.stdout
     assert snapshot(root) == after
+
+
+def test_an_op_taken_out_of_the_fixture_list_goes_back_into_it(tmp_path):
+    """As on the real-size checkout with upstream's lists: angle out of INSTANTIATE_MATH_UNARY_KERNELS
+    (and its host line and the yaml's MPS key) comes back through the list, last since the list is
+    unsorted; its existing functor is kept and needs nothing filled in."""
+    root = copy_checkout(tmp_path)
+    metal = root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+    host = root / "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+    yaml = root / "aten/src/ATen/native/native_functions.yaml"
+    entry = "  REGISTER_UNARY_OP(angle, DTYPEI, DTYPEO);            \\\n"
+    original = metal.read_text(encoding="utf-8")
+    metal.write_text(original.replace(entry, ""), encoding="utf-8")
+    host.write_text(host.read_text(encoding="utf-8").replace("REGISTER_UNARY_TI_DISPATCH(angle);\n", ""), encoding="utf-8")
+    yaml.write_text(yaml.read_text(encoding="utf-8").replace("CPU, CUDA, MPS: angle", "CPU, CUDA: angle"), encoding="utf-8")
+    result = run_cli(["-C", str(root), "new-op", "angle", "--dtypes", "float,int2float", "--format", "plain"])
+    assert result.exit_code == 0, result.stderr
+    assert "registers angle through INSTANTIATE_MATH_UNARY_KERNELS (9 dtype pairs)" in result.stdout
+    assert "fill in the body" not in result.stdout
+    assert metal.read_text(encoding="utf-8") == original.replace(entry, "").replace(
+        "  REGISTER_UNARY_OP(sqrt, DTYPEI, DTYPEO)\n",
+        "  REGISTER_UNARY_OP(sqrt, DTYPEI, DTYPEO);             \\\n  REGISTER_UNARY_OP(angle, DTYPEI, DTYPEO)\n")
+    verify = run_cli(["-C", str(root), "verify", "angle"])
+    assert verify.exit_code == 0, verify.stdout + verify.stderr
+    after = snapshot(root)
+    again = run_cli(["-C", str(root), "new-op", "angle", "--dtypes", "float,int2float"])
+    assert again.exit_code == 0, again.stderr
+    assert snapshot(root) == after
