@@ -35,7 +35,7 @@ def entry_text(kind: str, detail: str) -> str:
         # `mish.out: CPU, CUDA -> MPS added (mish_out)`: the dispatch line ends with the kernel
         added = re.search(r"-> MPS added \((\w+)\)$", detail)
         return f"MPS: {added.group(1)}" if added else ""  # read as: MPS among the keys of that kernel
-    if kind == "host-stub" and " registers " in detail:
+    if kind in ("host-stub", "register") and " registers " in detail:  # `... registers asinh through M (9 dtype pairs)`
         return detail.split(" registers ")[0]
     if kind in ("params-struct", "include", "functor"):
         return re.sub(r" \([^()]*\)$", "", detail)  # `struct NanToNumParams (new header)`
@@ -52,7 +52,7 @@ def check_rows(root, rows) -> list[str]:
         want = _flat(entry_text(kind, detail))
         if not want:
             continue  # a dispatch line removed: nothing of it stands
-        got = _flat(lines[line - 1]) if line <= len(lines) else ""
+        got = _flat(lines[line - 1].rstrip().removesuffix("\\")) if line <= len(lines) else ""  # a #define's line
         if kind == "dispatch":  # `CPU, CUDA, MPS, MTIA: fmod_out`
             keys, _, kernel = got.partition(":")
             got = f"MPS:{kernel}" if "MPS" in keys.split(",") else got

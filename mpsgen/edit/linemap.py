@@ -66,7 +66,8 @@ def entry_key(change: Change) -> str:
 
 def holds(line_text: str, change: Change) -> bool:
     """Whether a line of the new text is (the first line of) the entry."""
-    line, key = _norm(line_text), _norm(entry_key(change))
+    # a line continuing a `#define` (an entry of a registration list macro) ends in a backslash
+    line, key = _norm(line_text.rstrip().removesuffix("\\")), _norm(entry_key(change))
     if not line or not key:
         return False
     return key in line or (len(line) >= _MIN_PREFIX and key.startswith(line))

@@ -110,9 +110,11 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
         yield plan_include(c.read(spec.kernel_file), spec.kernel_file, kernel.params.include)
     change = plan_kernel(c.read(spec.kernel_file), spec.kernel_file, spec.functor, kernel.text,
                          list(kernel.registrations), kernel.registration_macro,
-                         functors=c.views.kernel(spec.kernel_file).functors)
+                         functors=c.views.kernel(spec.kernel_file).functors,
+                         reading=c.views.kernel(spec.kernel_file).reading)
     notes = change.notes + kernel.notes
-    if kernel.source == "placeholder" and kernel.text:
+    if kernel.source == "placeholder" and kernel.text and any(c.kind == "functor" for c in change.changes):
+        # (an existing functor registered for new dtypes is kept as it is: nothing to fill in)
         struct = change.text.find(f"struct {spec.functor}_functor {{")
         line = change.text.count("\n", 0, change.text.find("#error", struct)) + 1
         notes += (Note("todo", f"fill in the body of {spec.functor}_functor (the #error stops the build there until you do)",

@@ -46,6 +46,7 @@ def namespace_prefixes(text: str) -> NamespacePrefixes:
 class Registration:
     macro: str
     args: tuple[str, ...]
+    group: str = field(default="", compare=False)  # the dtype group it registers the op for
 
     def render(self) -> str:
         return f"{self.macro}({', '.join(self.args)});"
