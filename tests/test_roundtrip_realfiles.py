@@ -19,6 +19,7 @@ from mpsgen.read.checkout import COMMON_METHODS, COMMON_MPS, NATIVE_FUNCTIONS, C
 from mpsgen.edit.workspace import Workspace
 from mpsgen.edit.dispatch import dispatch_edit
 from mpsgen.dtypes import GROUPS, torch_dtypes_for
+from mpsgen.errors import MpsgenError
 from mpsgen.read.nfyaml import NativeFunctions
 from mpsgen.read.opinfo import _call_starts, find_opinfos
 from mpsgen.edit.opinfo import plan_opinfo_edits
@@ -185,7 +186,13 @@ def test_opinfo_edit_of_a_random_op_changes_only_its_opinfo_calls(real, data):
     groups = data.draw(groups_strategy, label="groups")
     newline = data.draw(newlines, label="newline")
     text = texts[COMMON_METHODS, newline]
-    refs = find_opinfos(text, COMMON_METHODS, name)
+    try:
+        refs = find_opinfos(text, COMMON_METHODS, name)
+    except MpsgenError as refusal:
+        # an OpInfo built by a function from a variable (mvlgamma's variant_test_name) is refused at
+        # its own line, never guessed: the edit is not made, so there is nothing to compare
+        assert refusal.location is not None and "not a string literal" in refusal.message, refusal
+        return
     after, _ = plan_opinfo_edits(text, COMMON_METHODS, refs, torch_dtypes_for(tuple(groups)))
     index = LineIndex(text)
     allowed = {line for ref in refs for line in range(index.line_of(ref.span[0]), index.line_of(ref.span[1] - 1) + 1)}
