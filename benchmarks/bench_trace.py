@@ -96,7 +96,7 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     import torch
 
-    from mpsgen.trace.recorder import _recorder_class
+    from mpsgen.commands.trace.recorder import _recorder_class
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,7 +10,8 @@ median wall time and the peak resident memory (`ru_maxrss` from `os.wait4`). In 
 times a naive baseline, what a straightforward implementation does before it can plan anything: a
 ruamel.yaml round-trip load of native_functions.yaml and a full libcst parse (with positions) of
 both test files, and (`--compare-rev`) the same commands with the mpsgen of an earlier git revision,
-so "before" and "after" are measured on the same checkout in the same run. Both trees are run with
+so "before" and "after" are measured on the same checkout in the same run, their runs alternating
+(a change in the machine's load weighs on both). Both trees are run with
 their bytecode compiled, as a `pip install`ed mpsgen is. Prints a table and writes JSON. Not a test:
 nothing here asserts.
 """
@@ -124,20 +125,34 @@ def run_once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, fl
 
 
 def measure(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> dict:
-    first, first_peak, code = run_once(argv, env, cwd)
-    times, peaks, codes = [], [first_peak], {code}
-    for _ in range(runs):
-        elapsed, peak, code = run_once(argv, env, cwd)
-        times.append(elapsed)
-        peaks.append(peak)
-        codes.add(code)
+    return _summary([run_once(argv, env, cwd) for _ in range(runs + 1)], runs)
+
+
+def measure_pair(argv: list[str], env: dict[str, str], other_env: dict[str, str] | None, cwd: Path,
+                 runs: int) -> tuple[dict, dict | None]:
+    """`measure` of this tree and (`other_env`) the compared revision, their runs alternating (this,
+    other, this, other, ...) so that a change in the machine's load during the run weighs on both."""
+    if other_env is None:
+        return measure(argv, env, cwd, runs), None
+    shutil.rmtree(cwd / ".mpsgen", ignore_errors=True)
+    samples: list[list[tuple[float, float, int]]] = [[], []]
+    for _ in range(runs + 1):  # the first of each is its warm-up
+        for k, environment in enumerate((env, other_env)):
+            samples[k].append(run_once(argv, environment, cwd))
+            shutil.rmtree(cwd / ".mpsgen", ignore_errors=True)
+    return _summary(samples[0], runs), _summary(samples[1], runs)
+
+
+def _summary(samples: list[tuple[float, float, int]], runs: int) -> dict:
+    (first, first_peak, code), timed = samples[0], samples[1:]
+    times = [t for t, _, _ in timed]
     return {
         "median_s": round(statistics.median(times), 4),
         "min_s": round(min(times), 4),
         "max_s": round(max(times), 4),
         "first_s": round(first, 4),
-        "peak_mb": round(max(peaks), 1),
-        "exit_codes": sorted(codes),
+        "peak_mb": round(max([first_peak] + [p for _, p, _ in timed]), 1),
+        "exit_codes": sorted({code} | {c for _, _, c in timed}),
         "runs": runs,
     }
 
@@ -234,25 +249,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"checkout: {root} (from {wheel.name})", file=sys.stderr)
         results = {"machine": machine(), "wheel": wheel.name, "commands": {}}
         has_scan = scan_available(env, root)
+        old_env = None
+        if args.compare_rev:
+            old = export_revision(args.compare_rev, Path(tmp) / "compare")
+            # its own index cache, cold at its first warm-up too (the two revisions may keep it apart)
+            old_env = dict(env, PYTHONPATH=str(old) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                           MPSGEN_CACHE_DIR=str(Path(tmp) / "index-cache-compare"))
+            results["compare"] = {"rev": args.compare_rev, "commands": {}}
         for label, cmd, kind in COMMANDS:
             if cmd[0] == "scan" and not has_scan:
                 results["commands"][label] = {"status": "not available", "kind": kind}
                 continue
             argv_ = [sys.executable, "-m", "mpsgen"] + (cmd if cmd == ["--help"] else ["-C", str(root)] + cmd)
-            print(f"timing {label} ...", file=sys.stderr)
-            results["commands"][label] = {"kind": kind, **measure(argv_, env, root, args.runs)}
-            shutil.rmtree(root / ".mpsgen", ignore_errors=True)
-        env["MPSGEN_CACHE_DIR"] = str(Path(tmp) / "index-cache")  # outside the checkout, cold at the first warm-up
-        shutil.rmtree(env["MPSGEN_CACHE_DIR"], ignore_errors=True)
-        if args.compare_rev:
-            old = export_revision(args.compare_rev, Path(tmp) / "compare")
-            old_env = dict(env, PYTHONPATH=str(old) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-            results["compare"] = {"rev": args.compare_rev, "commands": {}}
-            for label, cmd, kind in COMMANDS:
-                argv_ = [sys.executable, "-m", "mpsgen"] + (cmd if cmd == ["--help"] else ["-C", str(root)] + cmd)
-                print(f"timing {label} at {args.compare_rev} ...", file=sys.stderr)
-                results["compare"]["commands"][label] = measure(argv_, old_env, root, args.runs)
-                shutil.rmtree(root / ".mpsgen", ignore_errors=True)
+            print(f"timing {label}" + (f" (and at {args.compare_rev}, run for run)" if old_env else "") + " ...",
+                  file=sys.stderr)
+            measured = measure_pair(argv_, env, old_env, root, args.runs)
+            results["commands"][label] = {"kind": kind, **measured[0]}
+            if old_env is not None:
+                results["compare"]["commands"][label] = measured[1]
         env["MPSGEN_CACHE_DIR"] = str(Path(tmp) / "index-cache")  # outside the checkout, cold at the first warm-up
         shutil.rmtree(env["MPSGEN_CACHE_DIR"], ignore_errors=True)
         print(f"timing {BASELINE} (ruamel round-trip load + libcst parse of both test files) ...", file=sys.stderr)

@@ -21,7 +21,7 @@ class _State:
         self.debug = debug
 
     def checkout(self):
-        from mpsgen.checkout import Checkout
+        from mpsgen.read.checkout import Checkout
 
         return Checkout.find(self.checkout_dir)
 
@@ -158,7 +158,7 @@ def _kernel_options(func):
 
 def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined=False, legacy_files=()):
     from mpsgen.dtypes import parse_groups
-    from mpsgen.resolve import Options
+    from mpsgen.facts.resolve import Options
 
     return Options(
         expr=expr,
@@ -185,7 +185,7 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
     """Give OP (CPU/CUDA kernels through a shared stub) a native Metal MPS kernel."""
 
     def run():
-        from mpsgen.newop import plan_new_op
+        from mpsgen.commands.newop import plan_new_op
 
         _one_format(as_json, fmt)
         checkout = state.checkout()
@@ -211,7 +211,7 @@ def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, d
     """Move OPS from MPSGraph onto native Metal kernels (several ops: one transaction)."""
 
     def run():
-        from mpsgen.migrate import plan_migrate
+        from mpsgen.commands.migrate import plan_migrate
 
         if len(ops) > 1 and (expr or stub or kernel_file or host_file):
             from mpsgen.errors import MpsgenError
@@ -256,7 +256,7 @@ def _writing(checkout, dry_run):
     if dry_run:
         yield
         return
-    from mpsgen.lock import CheckoutLock
+    from mpsgen.edit.lock import CheckoutLock
 
     with CheckoutLock(checkout.root) as lock:
         if lock.stale_removed is not None:
@@ -268,7 +268,7 @@ def _check_git(plan, require_clean) -> None:
     """Warn (or with --require-clean refuse) when a file the plan changes has uncommitted work."""
     from pathlib import Path
 
-    from mpsgen.gitstate import uncommitted
+    from mpsgen.read.gitstate import uncommitted
 
     dirty = uncommitted(Path(plan.root), [edit.path for edit in plan.edits])
     if dirty and require_clean:
@@ -291,7 +291,7 @@ def _one_format(as_json: bool, fmt: str, other: str | None = None) -> None:
 
 
 def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) -> int:
-    from mpsgen.apply import apply_plan, plan_to_json, render_diff
+    from mpsgen.edit.apply import apply_plan, plan_to_json, render_diff
     from mpsgen.render.mode import RICH, colour_allowed, resolve
 
     _check_git(plan, require_clean)
@@ -356,9 +356,9 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
     failed, 2 bad usage or input."""
 
     def run():
+        from mpsgen.commands.verify import VerifyOptions, all_native_ops, changed_ops, check_op_names
+        from mpsgen.commands.verify import verify as run_verify
         from mpsgen.errors import MpsgenError
-        from mpsgen.verify import VerifyOptions, all_native_ops, changed_ops, check_op_names
-        from mpsgen.verify import verify as run_verify
 
         if sum(bool(x) for x in (ops, changed, all_native)) != 1:
             raise MpsgenError("name the ops, or pass exactly one of --changed and --all-native",
@@ -367,8 +367,8 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
             raise MpsgenError("--static-only cannot be combined with --require-build/--require-tests",
                               hint="drop one of them")
         _one_format(as_json, fmt)
-        from mpsgen.checkout import Workspace
-        from mpsgen.facts import Views
+        from mpsgen.edit.workspace import Workspace
+        from mpsgen.facts.views import Views
 
         checkout = state.checkout()
         views = Views(Workspace(checkout))
@@ -440,8 +440,8 @@ def try_(state, op, backend, reference, seed, samples, as_json, show_source, fmt
     Exit codes: 0 every dtype matched, 1 a mismatch (or the kernel does not compile), 2 bad usage or input."""
 
     def run():
+        from mpsgen.commands.tryop.api import TryOptions, report_to_json, source_to_json, try_op, try_source
         from mpsgen.render.mode import RICH, resolve
-        from mpsgen.tryop.api import TryOptions, report_to_json, source_to_json, try_op, try_source
 
         _one_format(as_json, fmt)
         if show_source:
@@ -489,8 +489,8 @@ def scan(state, candidates, tiers, new_op_list, as_json, markdown, fmt):
     def run():
         import dataclasses
 
+        from mpsgen.commands.scan import TIERS, new_op_candidates, scan_checkout
         from mpsgen.errors import MpsgenError
-        from mpsgen.scan import TIERS, new_op_candidates, scan_checkout
 
         if as_json and markdown:
             raise MpsgenError("--json and --markdown are two output formats", hint="pick one")
@@ -581,10 +581,10 @@ def trace(state, script, script_args, ops_file, save, as_json, markdown, fmt):
     2 bad usage or input."""
 
     def run():
+        from mpsgen.commands.scan import scan_checkout
+        from mpsgen.commands.trace.analysis import analyse
+        from mpsgen.commands.trace.recorder import load_recording, record_script, save_recording
         from mpsgen.errors import MpsgenError
-        from mpsgen.scan import scan_checkout
-        from mpsgen.trace.analysis import analyse
-        from mpsgen.trace.recorder import load_recording, record_script, save_recording
 
         if (script is None) == (ops_file is None):
             raise MpsgenError("name a SCRIPT to run or pass --ops-file, not both" if script else "name a SCRIPT to run, or pass --ops-file FILE",

@@ -9,14 +9,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mpsgen.checkout import NATIVE_FUNCTIONS, Checkout
+from mpsgen.read.checkout import NATIVE_FUNCTIONS, Checkout
 
 _FUNC_NAME = re.compile(r"^- func:[ \t]*([A-Za-z0-9_]+)", re.MULTILINE)
 
 
 def op_names(root: Path) -> list[str]:
     """The base names of the ops in `root`'s native_functions.yaml, in file order, each once."""
-    from mpsgen.nfyaml import base_name
+    from mpsgen.read.nfyaml import base_name
 
     text = (root / NATIVE_FUNCTIONS).read_text(encoding="utf-8", errors="replace")
     return list(dict.fromkeys(base_name(name) for name in _FUNC_NAME.findall(text)))

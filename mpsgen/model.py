@@ -52,7 +52,7 @@ class FileChange:
     """What one file family plans for one file: the file's new text (its current text when nothing
     changes), what it changed, and what it left alone with the reason. A family that cannot plan
     raises `MpsgenError` with the location instead. Every family returns this shape; the pipeline
-    applies them in order (`mpsgen.pipeline`)."""
+    applies them in order (`mpsgen.edit.pipeline`)."""
 
     path: str
     text: str

@@ -37,7 +37,7 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_index_cache(tmp_path_factory: pytest.TempPathFactory):
-    """mpsgen's index cache (mpsgen.cache) in a directory of this session, never the user's; set in
+    """mpsgen's index cache (mpsgen.read.cache) in a directory of this session, never the user's; set in
     the environment so the CLI run as a subprocess uses it too."""
     previous = os.environ.get("MPSGEN_CACHE_DIR")
     os.environ["MPSGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("mpsgen-cache"))

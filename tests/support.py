@@ -43,7 +43,7 @@ def needs(reason: str | None):
 def pytorch_clang_format() -> tuple[str, Path]:
     """(clang-format executable, the fixture's PyTorch-style .clang-format); skips the test, saying
     why, without an executable."""
-    from mpsgen.clangformat import INSTALL_HINT, find_executable
+    from mpsgen.edit.clangformat import INSTALL_HINT, find_executable
 
     executable = find_executable()
     if executable is None:

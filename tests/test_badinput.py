@@ -190,7 +190,7 @@ def test_not_a_checkout(tmp_path):
 def test_unreadable_file(tmp_path, monkeypatch, rel):
     import builtins
 
-    from mpsgen import checkout
+    from mpsgen.read import checkout
 
     root = copy_checkout(tmp_path)
     real_open = builtins.open
@@ -219,7 +219,7 @@ def test_unreadable_file_by_mode(tmp_path):
 
 
 def test_a_file_changed_between_plan_and_apply(tmp_path, monkeypatch):
-    from mpsgen import newop
+    from mpsgen.commands import newop
 
     root = copy_checkout(tmp_path)
     real_plan = newop.plan_new_op

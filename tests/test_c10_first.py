@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from mpsgen.c10lib import declared_functions
-from mpsgen.metalhost.compiler import find_compiler
+from mpsgen.read.c10lib import declared_functions
+from mpsgen.read.metalhost.compiler import find_compiler
 from support import REPO, copy_checkout, run_cli
 
 MPS = "aten/src/ATen/native/mps"
@@ -75,7 +75,7 @@ def test_no_fast_math_in_templates_or_catalog():
     found = [str(p.relative_to(REPO)) for p in sorted((REPO / "templates").rglob("*.j2"))
              if "fast::" in p.read_text(encoding="utf-8")]
     assert found == []
-    assert "fast::" not in (REPO / "mpsgen" / "catalog.toml").read_text(encoding="utf-8")
+    assert "fast::" not in (REPO / "mpsgen" / "facts" / "catalog.toml").read_text(encoding="utf-8")
 
 
 BINARY = f"{MPS}/kernels/BinaryKernel.metal"
@@ -135,8 +135,8 @@ def test_hypot_and_xlogy_with_c10_compile(tmp_path):
 def test_c10_hypot_on_signed_operands_is_why_the_body_passes_magnitudes(tmp_path):
     # what catalog.toml's hypot note says: c10::metal::hypot takes max/min of its arguments as
     # given, so called on a, b themselves it is wrong where CPU's hypot is not (hypot(0, -1) = 1)
-    from mpsgen.checkout import Checkout
-    from mpsgen.tryop.api import TryOptions, try_op
+    from mpsgen.read.checkout import Checkout
+    from mpsgen.commands.tryop.api import TryOptions, try_op
 
     root = copy_checkout(tmp_path)
     assert run_cli(["-C", str(root), "new-op", "hypot"]).exit_code == 0

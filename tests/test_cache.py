@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from mpsgen.cache import cache_dir, cache_file, cached_index
-from mpsgen.nfyaml import NativeFunctions, scan_entries
-from mpsgen.testlists import plan_testlist_edits
+from mpsgen.read.cache import cache_dir, cache_file, cached_index
+from mpsgen.read.nfyaml import NativeFunctions, scan_entries
+from mpsgen.edit.testlists import plan_testlist_edits
 from support import FIXTURE_CHECKOUT, copy_checkout, every_file, run_cli
 
 CMI = "torch/testing/_internal/common_methods_invocations.py"

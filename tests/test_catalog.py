@@ -21,33 +21,13 @@ from typing import Callable
 
 import pytest
 
-from mpsgen.catalog import CatalogEntry, load_catalog, lookup
+from mpsgen.facts.catalog import CatalogEntry, load_catalog, lookup
 from mpsgen.dtypes import GROUPS, METAL_INPUT_TYPES
 from mpsgen.errors import MpsgenError
-from mpsgen.metal import NamespacePrefixes
-from mpsgen.metalhost.compiler import PRELUDE_DIR
-from mpsgen.templates import Templates
-from mpsgen.tryop.references import (
-    REFERENCES,
-    ref_acosh,
-    ref_asinh,
-    ref_atanh,
-    ref_fmod,
-    ref_frac,
-    ref_hardswish,
-    ref_heaviside,
-    ref_hypot,
-    ref_logaddexp,
-    ref_mish,
-    ref_mish_backward,
-    ref_ndtri,
-    ref_nextafter,
-    ref_sgn,
-    ref_sigmoid_backward,
-    ref_sign,
-    ref_tanh_backward,
-    ref_xlogy,
-)
+from mpsgen.read.kernelfile import NamespacePrefixes
+from mpsgen.read.metalhost.compiler import PRELUDE_DIR
+from mpsgen.edit.templates import Templates
+from mpsgen.commands.tryop.references import REFERENCES, ref_acosh, ref_asinh, ref_atanh, ref_fmod, ref_frac, ref_hardswish, ref_heaviside, ref_hypot, ref_logaddexp, ref_mish, ref_mish_backward, ref_ndtri, ref_nextafter, ref_sgn, ref_sigmoid_backward, ref_sign, ref_tanh_backward, ref_xlogy
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"  # the test driver, harness.h
 FIXTURE_CHECKOUT = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
@@ -342,7 +322,7 @@ def test_short_spelling_names_nothing_by_namespace_and_qualified_spelling_everyt
 @pytest.mark.parametrize("spelling", sorted(SPELLINGS))
 @pytest.mark.parametrize("op", sorted(CATALOG))
 def test_body_is_clean_under_pytorchs_clang_format_in_both_spellings(op, spelling):
-    from mpsgen.clangformat import lines_to_rewrite, replacements
+    from mpsgen.edit.clangformat import lines_to_rewrite, replacements
     from support import pytorch_clang_format
 
     executable, style = pytorch_clang_format()

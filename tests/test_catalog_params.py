@@ -21,10 +21,11 @@ from typing import Callable
 
 import pytest
 
-from mpsgen.catalog import load_catalog
-from mpsgen.metalhost.compiler import PRELUDE_DIR
-from mpsgen.params import BASE_MACROS, PARAMS_TYPES, ParamField
-from mpsgen.templates import Templates
+from mpsgen.facts.catalog import load_catalog
+from mpsgen.read.metalhost.compiler import PRELUDE_DIR
+from mpsgen.edit.params import BASE_MACROS, PARAMS_TYPES
+from mpsgen.facts.params import ParamField
+from mpsgen.edit.templates import Templates
 from test_catalog import SPELLINGS, USING_LINES
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"
@@ -314,7 +315,7 @@ def test_params_body_computes_the_cpu_values_for_every_registered_type(shim_resu
 
 
 def _lines_clang_format_rewrites(text: str, rel: str) -> list[str]:
-    from mpsgen.clangformat import lines_to_rewrite, replacements
+    from mpsgen.edit.clangformat import lines_to_rewrite, replacements
     from support import pytorch_clang_format
 
     executable, style = pytorch_clang_format()

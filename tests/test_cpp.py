@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mpsgen.cpp import find_definitions, find_directives, identifiers, mask_code, match_brace
+from mpsgen.read.cpp import find_definitions, find_directives, identifiers, mask_code, match_brace
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 

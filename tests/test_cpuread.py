@@ -1,4 +1,4 @@
-"""The CPU side of integer promotion (mpsgen.cpuread): what an op's CPU implementation gives for
+"""The CPU side of integer promotion (mpsgen.read.cpuread): what an op's CPU implementation gives for
 integer inputs, read from the checkout's aten/src/ATen/native/*.cpp, one test per construct the
 fixture carries; the dtype rule reads the OpInfo first, then this fact, and an unknown one keeps
 the OpInfo's answer."""
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.checkout import Checkout, Workspace
-from mpsgen.cpuread import body_kind
-from mpsgen.facts import Views, read_op
+from mpsgen.read.checkout import Checkout
+from mpsgen.edit.workspace import Workspace
+from mpsgen.read.cpuread import body_kind
+from mpsgen.facts.views import Views, read_op
 from support import FIXTURE_CHECKOUT, copy_checkout, every_file, run_cli
 from test_dtype_advice import LOGIT_EXPR, proposed, with_logit
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from mpsgen.metalhost.compiler import find_compiler
+from mpsgen.read.metalhost.compiler import find_compiler
 from support import copy_checkout, every_file, run_cli
 
 MPS = "aten/src/ATen/native/mps"

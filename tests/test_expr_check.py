@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpsgen.metalhost.compiler import find_compiler
+from mpsgen.read.metalhost.compiler import find_compiler
 from support import copy_checkout, every_file, run_cli
 
 needs_compiler = pytest.mark.skipif(find_compiler()[0] is None, reason="no C++ compiler (g++/clang++) on PATH")

@@ -12,8 +12,8 @@ import test_migrate
 import test_newop
 import test_params
 import test_realfiles_pipeline
-from mpsgen.apply import line_opcodes
-from mpsgen.clangformat import Formatter, added_line_ranges, lines_to_rewrite, replacements
+from mpsgen.edit.apply import line_opcodes
+from mpsgen.edit.clangformat import Formatter, added_line_ranges, lines_to_rewrite, replacements
 from support import FIXTURE_CHECKOUT, PYTORCH_CLANG_FORMAT, copy_checkout, pytorch_clang_format, run_cli, snapshot
 
 MPS = "aten/src/ATen/native/mps"
@@ -234,8 +234,8 @@ def test_a_misformatted_neighbour_of_the_added_lines_stays_as_it_is(tmp_path):
 
 
 def _format_result(root, op):
-    from mpsgen.checkout import Checkout
-    from mpsgen.verify import static_checks
+    from mpsgen.read.checkout import Checkout
+    from mpsgen.commands.verify import static_checks
 
     return next(r for r in static_checks(Checkout(root), (op,)) if r.check == "format")
 
@@ -282,23 +282,23 @@ def test_verify_format_is_skipped_with_the_reason_without_a_clang_format_file(tm
 
 
 def test_verify_format_is_skipped_with_the_reason_without_an_executable(tmp_path, monkeypatch):
-    import mpsgen.clangformat
+    import mpsgen.edit.clangformat
 
     root = copy_checkout(tmp_path)
     shutil.copy(FIXTURE_CHECKOUT / "aten/src/ATen/native/native_functions.yaml", root / ".clang-format")
-    monkeypatch.setattr(mpsgen.clangformat, "find_executable", lambda: None)
+    monkeypatch.setattr(mpsgen.edit.clangformat, "find_executable", lambda: None)
     result = _format_result(root, "logaddexp")
     assert result.status == "skipped"
     assert result.reason == "no clang-format executable found (reinstall mpsgen: clang-format is one of its dependencies)"
 
 
 def test_without_a_clang_format_executable_nothing_is_written(tmp_path, monkeypatch):
-    import mpsgen.clangformat
+    import mpsgen.edit.clangformat
 
     root = copy_checkout(tmp_path)
     (root / ".clang-format").write_text("BasedOnStyle: LLVM\n", encoding="utf-8")
     before = snapshot(root)
-    monkeypatch.setattr(mpsgen.clangformat, "find_executable", lambda: None)
+    monkeypatch.setattr(mpsgen.edit.clangformat, "find_executable", lambda: None)
     result = run_cli(["-C", str(root), "new-op", "hypot"])
     assert result.exit_code == 2, result.output
     assert "no clang-format executable found to format the added lines" in result.stderr
@@ -332,9 +332,9 @@ SHAPES = [
 @pytest.mark.parametrize("spelling", sorted(SPELLINGS))
 @pytest.mark.parametrize(("source", "arity", "alpha", "groups"), SHAPES)
 def test_expr_and_placeholder_functors_are_clean_in_both_spellings(source, arity, alpha, groups, spelling):
-    from mpsgen.functor import find_body, operands_for, render_functor
-    from mpsgen.metal import NamespacePrefixes
-    from mpsgen.templates import Templates
+    from mpsgen.edit.functor import find_body, operands_for, render_functor
+    from mpsgen.read.kernelfile import NamespacePrefixes
+    from mpsgen.edit.templates import Templates
 
     executable, style = pytorch_clang_format()
     expr = " + ".join(operands_for(arity, alpha)) if source == "expr" else None
@@ -349,7 +349,7 @@ def test_expr_and_placeholder_functors_are_clean_in_both_spellings(source, arity
 
 
 def test_namespace_prefixes_follow_the_files_using_lines():
-    from mpsgen.metal import NamespacePrefixes, namespace_prefixes
+    from mpsgen.read.kernelfile import NamespacePrefixes, namespace_prefixes
 
     assert namespace_prefixes("#include <metal_stdlib>\nusing namespace metal;\nusing namespace c10::metal;\n") == NamespacePrefixes("", "")
     assert namespace_prefixes("using namespace metal;\n") == NamespacePrefixes("", "c10::metal::")
@@ -364,8 +364,8 @@ def test_namespace_prefixes_follow_the_files_using_lines():
     ([], (False, True)),
 ])
 def test_register_dispatch_follows_the_files_majority(lines, style):
-    from mpsgen.facts import HostView
-    from mpsgen.host import dispatch_style
+    from mpsgen.facts.views import HostView
+    from mpsgen.edit.host import dispatch_style
 
     text = "namespace at::native {\n" + "".join(line + "\n" for line in lines) + "} // namespace at::native\n"
     assert dispatch_style(text, HostView.read(text, "x.mm").direct_registrations()) == style
@@ -407,7 +407,7 @@ DECLARED = {"scalar": "const Scalar&", "bool": "bool", "optional": "std::optiona
 
 
 def _params_spec(name: str, fields: str, arity: int, groups: tuple[str, ...] = ("float",)):
-    from mpsgen.params import ParamField, ParamsSpec, camel_case
+    from mpsgen.facts.params import ParamField, ParamsSpec, camel_case
 
     made = tuple(ParamField(n, kind, DECLARED[kind]) for n, kind in PARAMS_FIELD_SETS[fields])
     return ParamsSpec(f"{camel_case(name)}Params", made, "aten/src/ATen/native/mps/kernels/Activation.h",
@@ -426,10 +426,10 @@ def _rewritten(text: str, rel: str) -> list[str]:
 @pytest.mark.parametrize("arity", (1, 2))
 @pytest.mark.parametrize("groups", (("float",), ("float", "integer")))
 def test_params_expr_and_placeholder_functors_are_clean_in_both_spellings(groups, arity, fields, name, spelling):
-    from mpsgen.functor import OPERANDS
-    from mpsgen.metal import NamespacePrefixes
-    from mpsgen.params import find_params_body, render_params_functor
-    from mpsgen.templates import Templates
+    from mpsgen.edit.functor import OPERANDS
+    from mpsgen.read.kernelfile import NamespacePrefixes
+    from mpsgen.edit.params import find_params_body, render_params_functor
+    from mpsgen.edit.templates import Templates
 
     spec = _params_spec(name, fields, arity)
     namespaces = NamespacePrefixes(*SPELLINGS[spelling])
@@ -447,8 +447,8 @@ def test_params_expr_and_placeholder_functors_are_clean_in_both_spellings(groups
 @pytest.mark.parametrize("arity", (1, 2))
 @pytest.mark.parametrize("length", range(0, 16))
 def test_params_registration_macro_is_laid_out_as_clang_format_lays_it_out(arity, length):
-    from mpsgen.params import registration_macro
-    from mpsgen.templates import Templates
+    from mpsgen.edit.params import registration_macro
+    from mpsgen.edit.templates import Templates
 
     name = "op" + "_ab" * length  # struct, macro and kernel names from 20 to 70 columns
     text = registration_macro(Templates(), _params_spec(name, "two_scalars", arity), name)
@@ -460,8 +460,8 @@ def test_params_registration_macro_is_laid_out_as_clang_format_lays_it_out(arity
 @pytest.mark.parametrize("arity", (1, 2))
 @pytest.mark.parametrize("groups", (("float",), ("float", "integer", "bool")))
 def test_params_struct_and_host_kernel_are_clean(groups, arity, fields, name):
-    from mpsgen.params import render_host_kernel
-    from mpsgen.templates import Templates
+    from mpsgen.edit.params import render_host_kernel
+    from mpsgen.edit.templates import Templates
 
     spec = _params_spec(name, fields, arity, groups)
     struct = Templates().render("params_struct.h.j2", struct=spec.struct, fields=spec.fields)

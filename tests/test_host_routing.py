@@ -1,4 +1,4 @@
-"""Dtypes an op's host function sends elsewhere (mpsgen.rules.host_routing) are served, not lost;
+"""Dtypes an op's host function sends elsewhere (mpsgen.facts.rules.host_routing) are served, not lost;
 a host function whose branching cannot be read makes dtype-coverage say it cannot tell."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from mpsgen.facts import HostFunction
+from mpsgen.facts.views import HostFunction
 from mpsgen.model import Location
-from mpsgen.rules import COMPLEX, FLOATS, INTEGERS, HostRouting, host_routing
+from mpsgen.facts.rules import COMPLEX, FLOATS, INTEGERS, HostRouting, host_routing
 
 from support import copy_checkout, run_cli
 

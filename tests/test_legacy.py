@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.cpp import find_definitions
+from mpsgen.read.cpp import find_definitions
 from mpsgen.errors import MpsgenError
-from mpsgen.legacy import LegacyResult, find_dangling_references, plan_legacy_removal
+from mpsgen.edit.legacy import LegacyResult, find_dangling_references, plan_legacy_removal
 from mpsgen.model import Location
 
 TESTS = Path(__file__).parent

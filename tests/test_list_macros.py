@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.clangformat import find_executable
-from mpsgen.cpp import mask_code
-from mpsgen.facts import functor_spans
-from mpsgen.metal import add_to_list_macro, find_list_macros, plan_kernel, read_kernel_file, registrations_for
-from mpsgen.metalread import read_kernel
+from mpsgen.edit.clangformat import find_executable
+from mpsgen.read.cpp import mask_code
+from mpsgen.facts.views import functor_spans
+from mpsgen.edit.kernel import add_to_list_macro, find_list_macros, plan_kernel, registrations_for
+from mpsgen.read.kernelfile import read_kernel_file
+from mpsgen.read.metalread import read_kernel
 
 from support import FIXTURE_CHECKOUT, assert_golden, copy_checkout, run_cli, snapshot
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.metalhost.check import compile_metal_file
-from mpsgen.metalhost.compiler import find_compiler, parse_diagnostics
-from mpsgen.metalhost.rewrite import double_literals, rewrite_metal
+from mpsgen.read.metalhost.check import compile_metal_file
+from mpsgen.read.metalhost.compiler import find_compiler, parse_diagnostics
+from mpsgen.read.metalhost.rewrite import double_literals, rewrite_metal
 from mpsgen.model import Location
 from support import copy_checkout, needs, run_cli
 
@@ -153,7 +153,7 @@ def test_a_defect_in_a_construct_is_reported_at_its_line(construct_checkout, nam
 
 
 def test_code_owners_are_the_struct_and_the_calls_that_register_it():
-    from mpsgen.metalhost.owners import code_owners
+    from mpsgen.read.metalhost.owners import code_owners
 
     owners = code_owners((CONSTRUCTS / "SharedRegistration.metal").read_text(encoding="utf-8"))
     assert owners.structs == {"twice": ((7, 12),), "thrice": ((14, 19),)}
@@ -170,7 +170,7 @@ THRICE_BODY = "inline T operator()(const T x) {\n    return static_cast<T>(x + x
                                  "inline T operator()(const T x, const T y) {\n    return static_cast<T>(x + y);"],
                          ids=["error-in-body", "error-in-header-through-the-shared-call"])
 def test_a_problem_of_one_of_two_functors_registered_together_is_that_ones(construct_checkout, new):
-    from mpsgen.metalhost.owners import code_owners, diagnostic_owners
+    from mpsgen.read.metalhost.owners import code_owners, diagnostic_owners
 
     text = (CONSTRUCTS / SHARED).read_text(encoding="utf-8")
     assert text.count(THRICE_BODY) == 1
@@ -292,7 +292,7 @@ def test_without_a_compiler_the_file_is_skipped_with_the_reason(monkeypatch):
 
 
 def test_a_compiler_that_cannot_take_the_prelude_skips_with_the_reason(tmp_path, monkeypatch):
-    from mpsgen.metalhost.compiler import PRELUDE_DIR
+    from mpsgen.read.metalhost.compiler import PRELUDE_DIR
 
     fake = tmp_path / "old-clang++"
     fake.write_text(f"#!/bin/sh\necho '{PRELUDE_DIR}/mpsgen_metal.h:40:14: error: _Float16 is not supported on this target' >&2\n"
@@ -424,18 +424,19 @@ def test_verify_skips_metal_compile_without_a_compiler_unless_required(hypot_don
 @needs_compiler
 def test_prefetched_compiles_are_what_metal_compile_returns(monkeypatch):
     # verify compiles an op set's kernel files together; each is then compiled once, as it stands.
-    from mpsgen.checkout import Checkout, Workspace
-    from mpsgen.facts import Views
-    from mpsgen.metalhost import check
+    from mpsgen.read.checkout import Checkout
+    from mpsgen.edit.workspace import Workspace
+    from mpsgen.facts.views import Views
+    from mpsgen.facts import views as views_module
 
     calls = []
-    real = check.compile_metal_file
+    real = views_module.compile_metal_file
 
     def counting(root, rel, **kwargs):
         calls.append(rel)
         return real(root, rel, **kwargs)
 
-    monkeypatch.setattr(check, "compile_metal_file", counting)
+    monkeypatch.setattr(views_module, "compile_metal_file", counting)  # the name Views calls
     views = Views(Workspace(Checkout(FIXTURE)))
     rels = [f"{KERNELS}/{name}" for name in FIXTURE_KERNELS]
     assert len(rels) >= 2

@@ -1,4 +1,4 @@
-"""mpsgen.metalread: kernel files read as the compiler reads them (macros expanded, token pasting
+"""mpsgen.read.metalread: kernel files read as the compiler reads them (macros expanded, token pasting
 included), each functor and registration mapped back to the kernel-file line that writes it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.metalread import Functor, read_kernel, reduce_define
+from mpsgen.read.metalread import Functor, read_kernel, reduce_define
 
 from conftest import FIXTURE_CHECKOUT
 
@@ -222,7 +222,7 @@ REGISTER_BINARY_ALPHA_OP(both, float, float, float);
 
 
 def test_headers_read_once_per_process_while_their_texts_stay():
-    import mpsgen.metalread as metalread
+    import mpsgen.read.metalread as metalread
 
     headers = {"c10/metal/own.h": HEADER}
     metalread._HEADER_STATES.clear()

@@ -163,8 +163,8 @@ def test_asinh_without_complex_is_refused_since_the_tests_expect_complex(tmp_pat
 
 
 def test_catalog_body_renders_the_complex_overload_only_when_complex_is_registered():
-    from mpsgen.functor import find_body, render_functor
-    from mpsgen.templates import Templates
+    from mpsgen.edit.functor import find_body, render_functor
+    from mpsgen.edit.templates import Templates
 
     body = find_body(op="asinh", name="asinh", arity=1, alpha=False, expr=None, dtypes=None)
     without = render_functor(Templates(), body, name="asinh", arity=1, alpha=False, expr=None, groups=("float", "int2float"))

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.checkout import Checkout, Workspace
-from mpsgen.facts import Views, read_op
-from mpsgen.opinfo import find_opinfos
-from mpsgen.rules import AMBIGUOUS, MISSING_OP, NO_REASON, OTHER, OTHER_OP, MissingOpRule, missing_op_rule, served_overloads
+from mpsgen.read.checkout import Checkout
+from mpsgen.edit.workspace import Workspace
+from mpsgen.facts.views import Views, read_op
+from mpsgen.read.opinfo import find_opinfos
+from mpsgen.facts.rules import AMBIGUOUS, MISSING_OP, NO_REASON, OTHER, OTHER_OP, MissingOpRule, missing_op_rule, served_overloads
 from support import copy_checkout, run_cli
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
@@ -103,7 +104,7 @@ def test_new_op_notes_say_why_each_mps_expectation_stays(tmp_path):
 
 
 def _test_lists_findings(root: Path, op: str) -> list:
-    from mpsgen.verify.checks import check_op
+    from mpsgen.commands.verify.checks import check_op
 
     results = check_op(Views(Workspace(Checkout(root))), op)
     return [f for r in results if r.check == "test-lists" for f in r.findings]

@@ -12,8 +12,9 @@ import pytest
 
 from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.errors import MpsgenError
-from mpsgen.opinfo import evaluate_dtypes, find_opinfos, plan_opinfo_edits
-from mpsgen.opinfo import tested_dtypes as dtypes_tested
+from mpsgen.read.opinfo import evaluate_dtypes, find_opinfos
+from mpsgen.edit.opinfo import plan_opinfo_edits
+from mpsgen.read.opinfo import tested_dtypes as dtypes_tested
 
 CMI = "torch/testing/_internal/common_methods_invocations.py"
 FIXTURE_ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
@@ -23,9 +24,10 @@ FIXTURE = (FIXTURE_ROOT / CMI).read_text()
 def reasons_for(op):
     """The rule new-op/migrate apply to `op` of the miniature (every shared line names MPS after the
     change); None for OpInfo names that are no yaml op of the miniature."""
-    from mpsgen.checkout import Checkout, Workspace
-    from mpsgen.facts import Views, read_op
-    from mpsgen.rules import missing_op_rule
+    from mpsgen.read.checkout import Checkout
+    from mpsgen.edit.workspace import Workspace
+    from mpsgen.facts.views import Views, read_op
+    from mpsgen.facts.rules import missing_op_rule
 
     views = Views(Workspace(Checkout(FIXTURE_ROOT)))
     if not views.native_functions.op_entries(op):

@@ -17,7 +17,7 @@ from mpsgen.model import Location
 from mpsgen.render.github import github_lines
 from mpsgen.render.text import aligned
 from mpsgen.render.verify_text import verify_lines
-from mpsgen.verify import FAILED, PASSED, SKIPPED, CheckResult, Finding, StageResult, VerifyReport
+from mpsgen.commands.verify import FAILED, PASSED, SKIPPED, CheckResult, Finding, StageResult, VerifyReport
 
 HALF_MIGRATED = ("logaddexp2", "hardswish_backward")
 BOX_DRAWING = re.compile("[\u2500-\u257f]")
@@ -99,7 +99,7 @@ def real_scan_checkout(real_torch_files, tmp_path_factory):
     are long."""
     import shutil
 
-    from mpsgen.checkout import KERNELS_DIR, OPERATIONS_DIR
+    from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
 
     root = tmp_path_factory.mktemp("output-real") / "pytorch"
     shutil.copytree(real_torch_files, root)
@@ -286,9 +286,9 @@ def test_op_arguments_complete_from_the_checkouts_yaml(command):
 
 
 def test_completion_offers_every_base_name_once():
-    from mpsgen.checkout import NATIVE_FUNCTIONS
+    from mpsgen.read.checkout import NATIVE_FUNCTIONS
     from mpsgen.completion import op_names
-    from mpsgen.nfyaml import NativeFunctions
+    from mpsgen.read.nfyaml import NativeFunctions
 
     names = op_names(FIXTURE_CHECKOUT)
     text = (FIXTURE_CHECKOUT / NATIVE_FUNCTIONS).read_text(encoding="utf-8")

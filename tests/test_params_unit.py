@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from mpsgen.checkout import Checkout, Workspace
+from mpsgen.read.checkout import Checkout
+from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
-from mpsgen.nfyaml import NativeFunctions
-from mpsgen.params import build_params, camel_case, family_header, is_params_stub, plan_header, plan_include
-from mpsgen.stubs import Stub
-from mpsgen.templates import Templates
+from mpsgen.read.nfyaml import NativeFunctions
+from mpsgen.facts.params import build_params, camel_case, family_header, is_params_stub
+from mpsgen.edit.params import plan_header, plan_include
+from mpsgen.read.stubs import Stub
+from mpsgen.edit.templates import Templates
 
 KERNELS = "aten/src/ATen/native/mps/kernels"
 
@@ -154,7 +156,7 @@ def test_an_include_in_a_comment_does_not_count(tmp_path):
 
 
 def test_an_op_without_catalog_body_gets_a_placeholder_that_stops_the_build():
-    from mpsgen.params import find_params_body, render_params_functor
+    from mpsgen.edit.params import find_params_body, render_params_functor
 
     body = find_params_body(op="foo", name="foo", params=spec_for(), expr=None, dtypes=None)
     assert (body.source, body.supports, body.defaults) == ("placeholder", ("float", "integer", "bool"), ("float",))
@@ -177,7 +179,7 @@ def test_a_created_header_gets_the_usual_file_mode_not_a_temp_files(tmp_path):
     import os
     import stat
 
-    from mpsgen.apply import apply_plan
+    from mpsgen.edit.apply import apply_plan
 
     ws = workspace(tmp_path, {f"{KERNELS}/FooKernel.metal": "#include <metal_stdlib>\n"})
     ws.apply(plan_header(ws, Templates(), spec_for()))
@@ -202,9 +204,9 @@ LIBRARY = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
 
 
 def test_scan_tiers_of_params_stubs(tmp_path):
-    from mpsgen.facts import DispatchSite, Views
-    from mpsgen.params import params_candidate
-    from mpsgen.resolve import generation_problem
+    from mpsgen.facts.views import DispatchSite, Views
+    from mpsgen.edit.params import params_candidate
+    from mpsgen.facts.resolve import generation_problem
 
     softplus = entry("softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)")
     shared = (DispatchSite(softplus, softplus.dispatch[0]),)
@@ -230,10 +232,10 @@ def test_scan_tiers_of_params_stubs(tmp_path):
 
 
 def test_an_optional_without_a_known_default_is_reported(tmp_path):
-    from mpsgen.facts import OpFacts, Views
-    from mpsgen.params import choose_params_kernel
-    from mpsgen.pipeline import StepContext, host_step
-    from mpsgen.resolve import Options
+    from mpsgen.facts.views import OpFacts, Views
+    from mpsgen.edit.params import choose_params_kernel
+    from mpsgen.edit.pipeline import StepContext, host_step
+    from mpsgen.facts.resolve import Options
 
     class Spec:  # what the params kernel choice and the host step read of an OpSpec
         op = functor = "foo"

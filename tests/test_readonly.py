@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from mpsgen.metalhost.compiler import find_compiler
+from mpsgen.read.metalhost.compiler import find_compiler
 from support import FIXTURE_CHECKOUT, every_file, missing, run_cli
 
 READ_ONLY = [

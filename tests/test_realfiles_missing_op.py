@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.checkout import Checkout, Workspace
-from mpsgen.facts import Views
-from mpsgen.opinfo import find_opinfos
+from mpsgen.read.checkout import Checkout
+from mpsgen.edit.workspace import Workspace
+from mpsgen.facts.views import Views
+from mpsgen.read.opinfo import find_opinfos
 from support import run_cli, snapshot
 
 pytestmark = pytest.mark.realfiles
@@ -50,7 +51,7 @@ def _reason_group(text: str, span: tuple[int, int], operator: str) -> list[int]:
 
 
 def _test_lists_findings(root: Path, op: str) -> list:
-    from mpsgen.verify.checks import check_op
+    from mpsgen.commands.verify.checks import check_op
 
     return [f for r in check_op(Views(Workspace(Checkout(root))), op) if r.check == "test-lists" for f in r.findings]
 

@@ -7,9 +7,9 @@ import difflib
 import pytest
 from ruamel.yaml import YAML
 
-from mpsgen.dispatch import dispatch_edit
-from mpsgen.nfyaml import NativeFunctions
-from mpsgen.facts import DispatchSite, is_legacy_line, is_shared_line
+from mpsgen.edit.dispatch import dispatch_edit
+from mpsgen.read.nfyaml import NativeFunctions
+from mpsgen.facts.views import DispatchSite, is_legacy_line, is_shared_line
 
 pytestmark = pytest.mark.realfiles
 NF = "aten/src/ATen/native/native_functions.yaml"

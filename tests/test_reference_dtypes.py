@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mpsgen.checkout import Checkout, Workspace
-from mpsgen.facts import Views
-from mpsgen.verify.checks import check_op
+from mpsgen.read.checkout import Checkout
+from mpsgen.edit.workspace import Workspace
+from mpsgen.facts.views import Views
+from mpsgen.commands.verify.checks import check_op
 
 from support import copy_checkout, run_cli
 

@@ -14,15 +14,18 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from mpsgen.apply import apply_plan
-from mpsgen.checkout import COMMON_METHODS, COMMON_MPS, NATIVE_FUNCTIONS, Checkout, Workspace
-from mpsgen.dispatch import dispatch_edit
+from mpsgen.edit.apply import apply_plan
+from mpsgen.read.checkout import COMMON_METHODS, COMMON_MPS, NATIVE_FUNCTIONS, Checkout
+from mpsgen.edit.workspace import Workspace
+from mpsgen.edit.dispatch import dispatch_edit
 from mpsgen.dtypes import GROUPS, torch_dtypes_for
 from mpsgen.errors import MpsgenError
-from mpsgen.nfyaml import NativeFunctions
-from mpsgen.opinfo import _call_starts, find_opinfos, plan_opinfo_edits
-from mpsgen.facts import DispatchSite, is_legacy_line, is_shared_line
-from mpsgen.testlists import find_xfail_dicts, plan_testlist_edits
+from mpsgen.read.nfyaml import NativeFunctions
+from mpsgen.read.opinfo import _call_starts, find_opinfos
+from mpsgen.edit.opinfo import plan_opinfo_edits
+from mpsgen.facts.views import DispatchSite, is_legacy_line, is_shared_line
+from mpsgen.read.testlists import find_xfail_dicts
+from mpsgen.edit.testlists import plan_testlist_edits
 from mpsgen.textedit import LineIndex
 
 pytestmark = pytest.mark.realfiles

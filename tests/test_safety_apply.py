@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen import apply as apply_module
-from mpsgen.apply import apply_plan
-from mpsgen.checkout import Checkout
+from mpsgen.edit import apply as apply_module
+from mpsgen.edit.apply import apply_plan
+from mpsgen.read.checkout import Checkout
 from mpsgen.errors import MpsgenError
-from mpsgen.newop import plan_new_op
-from mpsgen.resolve import Options
+from mpsgen.commands.newop import plan_new_op
+from mpsgen.facts.resolve import Options
 from support import changed_files, copy_checkout, run_cli, snapshot
 
 NF = "aten/src/ATen/native/native_functions.yaml"
@@ -87,8 +87,9 @@ def test_crlf_files_stay_crlf_in_every_family_of_the_pipeline(tmp_path):
 
 def test_crlf_files_stay_crlf_in_the_test_list_families(tmp_path):
     from mpsgen.dtypes import torch_dtypes_for
-    from mpsgen.opinfo import find_opinfos, plan_opinfo_edits
-    from mpsgen.testlists import plan_testlist_edits
+    from mpsgen.read.opinfo import find_opinfos
+    from mpsgen.edit.opinfo import plan_opinfo_edits
+    from mpsgen.edit.testlists import plan_testlist_edits
 
     root = copy_checkout(tmp_path)
     crlf(root, (COMMON_MPS, CMI))

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen import apply as apply_module
-from mpsgen.apply import apply_plan
-from mpsgen.checkout import Checkout, Workspace
+from mpsgen.edit import apply as apply_module
+from mpsgen.edit.apply import apply_plan
+from mpsgen.read.checkout import Checkout
+from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
-from mpsgen.facts import Views
-from mpsgen.resolve import Options, resolve_op
-from mpsgen.templates import Templates
+from mpsgen.facts.views import Views
+from mpsgen.facts.resolve import Options, resolve_op
+from mpsgen.edit.templates import Templates
 from support import every_file, copy_checkout, run_cli
 
 
@@ -43,7 +44,7 @@ def record(test: str, cases: int, files: int, differing: int) -> None:
 
 def new_op_transaction(root: Path, ops: tuple[str, ...], expr: dict[str, str] | None = None):
     """Several new-op edits planned in one Workspace: one transaction, as migrate makes."""
-    from mpsgen.pipeline import NEW_OP_STEPS, plan_op
+    from mpsgen.edit.pipeline import NEW_OP_STEPS, plan_op
 
     ws = Workspace(Checkout(root))
     views, templates = Views(ws, disk_cache=True), Templates(root)
@@ -54,7 +55,7 @@ def new_op_transaction(root: Path, ops: tuple[str, ...], expr: dict[str, str] | 
 
 
 def migrate_plan(root: Path, ops: tuple[str, ...]):
-    from mpsgen.migrate import plan_migrate
+    from mpsgen.commands.migrate import plan_migrate
 
     return plan_migrate(Checkout(root), ops, Options())
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.gitstate import uncommitted
+from mpsgen.read.gitstate import uncommitted
 from support import copy_checkout, run_cli, snapshot
 
 HOST = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"

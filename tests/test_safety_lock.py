@@ -12,7 +12,7 @@ import time
 import pytest
 
 from mpsgen.errors import MpsgenError
-from mpsgen.lock import CheckoutLock, read_holder
+from mpsgen.edit.lock import CheckoutLock, read_holder
 from support import REPO, copy_checkout, run_cli, snapshot
 
 
@@ -55,7 +55,7 @@ def test_a_real_second_process_holding_the_lock_stops_the_run(tmp_path):
     root = copy_checkout(tmp_path)
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from mpsgen.lock import CheckoutLock\n"
+         "import sys, time; from pathlib import Path; from mpsgen.edit.lock import CheckoutLock\n"
          "with CheckoutLock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(120)\n", str(root)],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
     )

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from support import FIXTURE_CHECKOUT, assert_golden, copy_checkout, run_cli
 
-from mpsgen.checkout import COMMON_MPS, OPERATIONS_DIR, Checkout
+from mpsgen.read.checkout import COMMON_MPS, OPERATIONS_DIR, Checkout
 from mpsgen.render.scan_json import report_to_json
 from mpsgen.render.scan_markdown import render_markdown
-from mpsgen.scan import read_xfail_keys, scan_checkout
-from mpsgen.testlists import find_xfail_dicts
+from mpsgen.commands.scan import read_xfail_keys, scan_checkout
+from mpsgen.read.testlists import find_xfail_dicts
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from mpsgen.cpp import mask_code
+from mpsgen.read.cpp import mask_code
 
 from support import FIXTURE_CHECKOUT
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from support import FIXTURE_CHECKOUT
 
-from mpsgen.checkout import COMMON_MPS, KERNELS_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, Checkout
-from mpsgen.scan import read_xfail_keys, scan_checkout
-from mpsgen.testlists import find_xfail_dicts
+from mpsgen.read.checkout import COMMON_MPS, KERNELS_DIR, NATIVE_FUNCTIONS, OPERATIONS_DIR, Checkout
+from mpsgen.commands.scan import read_xfail_keys, scan_checkout
+from mpsgen.read.testlists import find_xfail_dicts
 
 LEGACY = ("mpsgraph", "mps-other", "mps-unknown")
 

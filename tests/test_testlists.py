@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.errors import MpsgenError
-from mpsgen.opinfo import find_opinfos
-from mpsgen.opinfo import tested_dtypes as dtypes_tested
-from mpsgen.testlists import canonical_dtype, find_xfail_dicts, plan_testlist_edits
+from mpsgen.read.opinfo import find_opinfos
+from mpsgen.read.opinfo import tested_dtypes as dtypes_tested
+from mpsgen.read.testlists import canonical_dtype, find_xfail_dicts
+from mpsgen.edit.testlists import plan_testlist_edits
 
 from pathlib import Path
 
@@ -72,9 +73,10 @@ CASE_OPS = {
 
 def reasons_for(ops):
     """The rule new-op/migrate judge the ops' entries by (after the change)."""
-    from mpsgen.checkout import Checkout, Workspace
-    from mpsgen.facts import Views, read_op
-    from mpsgen.rules import MissingOpRule, missing_op_rule
+    from mpsgen.read.checkout import Checkout
+    from mpsgen.edit.workspace import Workspace
+    from mpsgen.facts.views import Views, read_op
+    from mpsgen.facts.rules import MissingOpRule, missing_op_rule
 
     views = Views(Workspace(Checkout(FIXTURE_CHECKOUT)))
     rules = [missing_op_rule(read_op(views, op), after_change=True) for op in ops]

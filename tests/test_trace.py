@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from support import FIXTURE_CHECKOUT, copy_checkout, run_cli, snapshot
 
-from mpsgen.trace.analysis import entry_of
+from mpsgen.commands.trace.analysis import entry_of
 
 HEAD = "import sys\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
 

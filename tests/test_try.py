@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.catalog import load_catalog
+from mpsgen.facts.catalog import load_catalog
 from mpsgen.dtypes import METAL_INPUT_TYPES
-from mpsgen.checkout import COMMON_METHODS, Checkout
-from mpsgen.metalhost.compiler import PRELUDE_DIR, find_compiler
-from mpsgen.metalhost.rewrite import rewrite_metal
+from mpsgen.read.checkout import COMMON_METHODS, Checkout
+from mpsgen.read.metalhost.compiler import PRELUDE_DIR, find_compiler
+from mpsgen.read.metalhost.rewrite import rewrite_metal
 from mpsgen.model import Location
-from mpsgen.tryop.api import TryOptions, try_op
-from mpsgen.tryop.compare import compare
-from mpsgen.tryop.lookup import functor_facts
-from mpsgen.tryop.reference import torch_unavailable
-from mpsgen.tryop.run import mps_unavailable
-from mpsgen.tryop.source import host_program, shader_source
-from mpsgen.tryop.tolerances import Tolerance, opinfo_tolerances
-from mpsgen.tryop.values import Inputs, make_inputs, traps
+from mpsgen.commands.tryop.api import TryOptions, try_op
+from mpsgen.commands.tryop.compare import compare
+from mpsgen.commands.tryop.lookup import functor_facts
+from mpsgen.commands.tryop.reference import torch_unavailable
+from mpsgen.commands.tryop.run import mps_unavailable
+from mpsgen.commands.tryop.source import host_program, shader_source
+from mpsgen.commands.tryop.tolerances import Tolerance, opinfo_tolerances
+from mpsgen.commands.tryop.values import Inputs, make_inputs, traps
 from support import copy_checkout, needs, run_cli
 
 BINARY = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
@@ -321,7 +321,7 @@ def test_the_mps_path_says_why_it_cannot_run_here(hypot_root):
 
 def test_prelude_ships_inside_the_package():
     assert (PRELUDE_DIR / "metal_stdlib").is_file() and (PRELUDE_DIR / "mpsgen_metal.h").is_file()
-    assert PRELUDE_DIR.parent.name == "metalhost" and PRELUDE_DIR.parent.parent.name == "mpsgen"
+    assert PRELUDE_DIR.parent.name == "metalhost" and PRELUDE_DIR.parent.parent.name == "read"
 
 
 @needs_compiler

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.checkout import Checkout
-from mpsgen.metalhost.compiler import find_compiler
+from mpsgen.read.checkout import Checkout
+from mpsgen.read.metalhost.compiler import find_compiler
 from mpsgen.model import Location
-from mpsgen.tryop.api import prepare
-from mpsgen.tryop.reference import torch_unavailable
-from mpsgen.tryop.scalars import Field, ScalarArg, convert, field_values, pack, read_kernel_scalars, scalar_sets
-from mpsgen.tryop.source import host_program
-from mpsgen.tryop.values import make_inputs
+from mpsgen.commands.tryop.api import prepare
+from mpsgen.commands.tryop.reference import torch_unavailable
+from mpsgen.commands.tryop.scalars import Field, ScalarArg, convert, field_values, pack, read_kernel_scalars, scalar_sets
+from mpsgen.commands.tryop.source import host_program
+from mpsgen.commands.tryop.values import make_inputs
 from support import copy_checkout, every_file, needs, run_cli
 from test_dtype_advice import LOGIT_EXPR, with_logit
 
@@ -263,7 +263,7 @@ def test_the_shown_source_alone_compiles_with_the_prelude(tmp_path):
     """What a Mac user pastes into torch.mps.compile_shader, compiled by itself on the host."""
     import subprocess
 
-    from mpsgen.metalhost.rewrite import rewrite_metal
+    from mpsgen.read.metalhost.rewrite import rewrite_metal
 
     root = _migrated(tmp_path / "co", "softplus", "threshold")
     for op in ("softplus", "threshold"):
@@ -310,7 +310,7 @@ def test_catalog_reference_is_refused_for_a_scalar_kernel(tmp_path):
 
 
 def test_host_parameters_take_the_schema_argument_of_their_name_else_their_place():
-    from mpsgen.tryop.scalars import host_arguments
+    from mpsgen.commands.tryop.scalars import host_arguments
 
     slope = ScalarArg("negative_slope", "Scalar", None, False)
     is_result = ScalarArg("self_is_result", "bool", None, False)
@@ -323,9 +323,9 @@ def test_host_parameters_take_the_schema_argument_of_their_name_else_their_place
 
 
 def test_an_iterator_that_reverses_the_schema_order_gets_its_operands_reversed():
-    from mpsgen.tryop.api import _operands
-    from mpsgen.tryop.scalars import ITERATOR_OPERANDS
-    from mpsgen.tryop.values import Inputs
+    from mpsgen.commands.tryop.api import _operands
+    from mpsgen.commands.tryop.scalars import ITERATOR_OPERANDS
+    from mpsgen.commands.tryop.values import Inputs
 
     case = Inputs("float", ((1.0, 2.0), (3.0, 4.0)))  # (grad_output, self_or_result)
     (swapped,) = _operands([case], ITERATOR_OPERANDS["leaky_relu_backward"])
@@ -339,7 +339,7 @@ def test_the_bytes_passed_to_mps_are_the_struct_as_the_compiler_lays_it_out(tmp_
     """pack() against the host compiler's layout of the same struct (sizeof and every byte)."""
     import subprocess
 
-    from mpsgen.metalhost.rewrite import rewrite_metal
+    from mpsgen.read.metalhost.rewrite import rewrite_metal
 
     root = _migrated(tmp_path / "co", "threshold")
     checkout = Checkout.find(root)

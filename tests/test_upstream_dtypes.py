@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.catalog import SPECIAL_PREFIX, load_catalog
+from mpsgen.facts.catalog import SPECIAL_PREFIX, load_catalog
 from mpsgen.dtypes import METAL_INPUT_TYPES
 
 from support import missing

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.clangformat import find_executable
-from mpsgen.metalhost.compiler import find_compiler
+from mpsgen.edit.clangformat import find_executable
+from mpsgen.read.metalhost.compiler import find_compiler
 from support import copy_checkout, run_cli
 
 HOST_COMPILER = find_compiler()[0]
@@ -195,9 +195,10 @@ def test_untouched_fixture_all_native_reports_its_real_gaps(fixture_checkout):
 
 
 def test_static_only_is_fast(fixture_checkout):
-    from mpsgen.checkout import Checkout, Workspace
-    from mpsgen.facts import Views
-    from mpsgen.verify import all_native_ops, static_checks
+    from mpsgen.read.checkout import Checkout
+    from mpsgen.edit.workspace import Workspace
+    from mpsgen.facts.views import Views
+    from mpsgen.commands.verify import all_native_ops, static_checks
 
     checkout = Checkout.find(fixture_checkout)
     views = Views(Workspace(checkout))

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mpsgen.verify import STATIC_CHECKS
+from mpsgen.commands.verify import STATIC_CHECKS
 from support import run_cli
 from test_verify import complete_hypot, edit, line_of
 
@@ -220,16 +220,17 @@ def test_grad_runs_the_grad_tests_too(ready):
 
 
 def test_opinfo_names_map_dots_to_underscores(fixture_checkout):
-    from mpsgen.checkout import Checkout, Workspace
-    from mpsgen.facts import Views
-    from mpsgen.verify import opinfo_test_names
+    from mpsgen.read.checkout import Checkout
+    from mpsgen.edit.workspace import Workspace
+    from mpsgen.facts.views import Views
+    from mpsgen.commands.verify import opinfo_test_names
 
     names, _ = opinfo_test_names(Views(Workspace(Checkout.find(fixture_checkout))), "mish", grad=True)
     assert names == ["test_output_match_nn_functional_mish", "test_output_grad_match_nn_functional_mish"]
 
 
 def test_unittest_output_with_docstrings_and_prints_is_parsed():
-    from mpsgen.verify import parse_unittest
+    from mpsgen.commands.verify import parse_unittest
 
     lines = [
         "test_output_match_x_cpu_float32 (__main__.TestConsistency.test_output_match_x_cpu_float32) ... ok",

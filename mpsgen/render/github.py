@@ -9,8 +9,8 @@ repository root."""
 
 from __future__ import annotations
 
+from mpsgen.commands.verify import FAILED, SKIPPED, StageResult, VerifyReport
 from mpsgen.render.verify_text import stage_summary
-from mpsgen.verify import FAILED, SKIPPED, StageResult, VerifyReport
 
 
 def escape_data(text: str) -> str:

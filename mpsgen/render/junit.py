@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from mpsgen.verify import FAILED, SKIPPED, VerifyReport
+from mpsgen.commands.verify import FAILED, SKIPPED, VerifyReport
 
 
 def report_to_junit(report: VerifyReport) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from mpsgen.commands.scan import BACKINGS, TIERS, OpRecord, ScanReport
 from mpsgen.model import Location
-from mpsgen.scan import BACKINGS, TIERS, OpRecord, ScanReport
 
 
 def location_text(location: Location | None) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from mpsgen.commands.scan import GRAPH_SITE, ScanReport
 from mpsgen.render.scan_rows import candidate_rows, file_rows, summary_rows
-from mpsgen.scan import GRAPH_SITE, ScanReport
 
 
 def _md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from mpsgen.commands.scan import BACKINGS, TIERS, ScanReport
 from mpsgen.render.scan_json import location_text
-from mpsgen.scan import BACKINGS, TIERS, ScanReport
 
 BACKING_MEANINGS = {
     "native": "native Metal through a shared stub/kernel",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from mpsgen.commands.scan import ScanReport
 from mpsgen.render.mode import console as make_console
 from mpsgen.render.scan_rows import candidate_rows, candidates_line, file_rows, summary_rows
-from mpsgen.scan import ScanReport
 
 
 def render_scan(report: ScanReport, candidates: bool) -> None:

@@ -3,9 +3,9 @@ every cell whole (op names, full `path:line` of implementations, reasons)."""
 
 from __future__ import annotations
 
+from mpsgen.commands.scan import ScanReport
 from mpsgen.render.scan_rows import candidate_rows, candidates_line, file_rows, summary_rows
 from mpsgen.render.text import aligned, one_line
-from mpsgen.scan import ScanReport
 
 CANDIDATE_HEADER = ("#", "op", "tier", "backing", "implementation", "lines", "graph sites", "stub", "xfails", "reason")
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from itertools import groupby
 
+from mpsgen.edit.apply import line_counts
 from mpsgen.model import Plan
-from mpsgen.render.mode import RICH
+from mpsgen.render.mode import RICH, console
 from mpsgen.render.text import one_line
 
 
@@ -27,7 +28,6 @@ def summary_lines(plan: Plan, *, grouped: bool = True) -> list[tuple[str, str, s
 def summary_segments(plan: Plan, *, command: str, dry_run: bool, grouped: bool = True) -> list[list[tuple[str, str | None]]]:
     """The summary as lines of (text, style) segments: rich renders the styles on a terminal,
     elsewhere the text is written plainly (and rich is not even imported)."""
-    from mpsgen.apply import line_counts
 
     ops = ", ".join(plan.ops)
     steps = list(plan.steps)
@@ -62,7 +62,6 @@ def render_summary(plan: Plan, *, command: str, dry_run: bool, to_stderr: bool, 
         return
     from rich.text import Text
 
-    from mpsgen.render.mode import console
 
     out = console(stderr=to_stderr, soft_wrap=True)
     for line in lines:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpsgen.trace.analysis import TraceReport, last_line, migrate_command
+from mpsgen.commands.trace.analysis import TraceReport, last_line, migrate_command
 
 
 def trace_to_json(report: TraceReport) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from mpsgen.trace.analysis import TraceReport, last_line
+from mpsgen.commands.trace.analysis import TraceReport, last_line
 
 HEADER = ("op", "overload", "backing", "calls", "shapes", "graphs", "dtypes", "tier", "reason")
 RIGHT = (3, 4, 5)  # the counts

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from mpsgen.commands.trace.analysis import TraceReport
 from mpsgen.render.mode import console as make_console
 from mpsgen.render.trace_rows import HEADER, RIGHT, closing_lines, rows, status_line, title
-from mpsgen.trace.analysis import TraceReport
 
 
 def render_trace(report: TraceReport) -> None:

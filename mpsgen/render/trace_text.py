@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+from mpsgen.commands.trace.analysis import TraceReport, migrate_command
 from mpsgen.render.scan_markdown import _md_table
 from mpsgen.render.text import aligned, one_line
 from mpsgen.render.trace_rows import HEADER, RIGHT, closing_lines, rows, status_line, title
-from mpsgen.trace.analysis import TraceReport, migrate_command
 
 
 def trace_lines(report: TraceReport) -> list[str]:

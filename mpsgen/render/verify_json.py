@@ -3,7 +3,7 @@ status, every finding with `path`, `line`, `message` and `hint`, the pre-existin
 
 from __future__ import annotations
 
-from mpsgen.verify import Finding, VerifyReport
+from mpsgen.commands.verify import Finding, VerifyReport
 
 
 def report_to_json(report: VerifyReport) -> dict:

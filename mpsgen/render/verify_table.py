@@ -3,9 +3,9 @@ coloured by status (no colour under NO_COLOR)."""
 
 from __future__ import annotations
 
+from mpsgen.commands.verify import PASSED, VerifyReport
 from mpsgen.render.mode import console as make_console
 from mpsgen.render.verify_text import check_rows
-from mpsgen.verify import PASSED, VerifyReport
 
 STATUS_STYLE = {"passed": "green", "failed": "red", "skipped": "yellow"}
 

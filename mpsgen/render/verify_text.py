@@ -4,8 +4,8 @@ one line `path:line: message (hint)`, then each pre-existing problem the same wa
 
 from __future__ import annotations
 
+from mpsgen.commands.verify import PASSED, VerifyReport
 from mpsgen.render.text import aligned, one_line
-from mpsgen.verify import PASSED, VerifyReport
 
 
 def finding_line(finding) -> str:

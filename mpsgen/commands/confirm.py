@@ -1,0 +1,58 @@
+"""Whether a generating command would complete, planned in memory with the command's own code:
+`scan` calls an op "ready" only when `migrate OP` completes, and a refusal that points at the other
+command (`use mpsgen migrate OP`) points at it only when that command would complete."""
+
+from __future__ import annotations
+
+from mpsgen.edit.pipeline import MIGRATE_STEPS, NEW_OP_STEPS, check_single_registration, plan_op
+from mpsgen.edit.templates import Templates
+from mpsgen.edit.workspace import Workspace
+from mpsgen.errors import MpsgenError
+from mpsgen.facts.resolve import OpSpec, Options, Refusal, resolve_op
+from mpsgen.facts.views import Views
+from mpsgen.read.checkout import Checkout
+
+
+def resolve_checked(views: Views, op: str, options: Options, mode: str) -> OpSpec:
+    """`resolve_op`, with its refusal's pointer at the other command checked (`checked_pointer`)."""
+    try:
+        return resolve_op(views, op, options, mode)
+    except Refusal as problem:
+        raise checked_pointer(views, op, mode, problem) from None
+
+
+def checked_pointer(views: Views, op: str, mode: str, problem: MpsgenError) -> MpsgenError:
+    """A refusal that points at the other command (`use mpsgen migrate OP`) points at it only when
+    that command would complete (planned in memory); else it says why that one would refuse too."""
+    other = "migrate" if mode == "new-op" else "new-op"
+    if f"`mpsgen {other} " not in (problem.hint or ""):
+        return problem
+    refusal = migrate_refusal(views.checkout, op, mode=other)
+    if refusal is None:
+        return problem
+    hint = f"`mpsgen {other} {op}` would refuse it too: {refusal.message}" + (f"; {refusal.hint}" if refusal.hint else "")
+    return MpsgenError(problem.message, location=problem.location, hint=hint)
+
+
+def migrate_refusal(checkout: Checkout, op: str, base: Views | None = None, templates: Templates | None = None,
+                    mode: str = "migrate") -> MpsgenError | None:
+    """Why `mpsgen migrate OP` (no options; `mode="new-op"`: `mpsgen new-op OP`) would refuse, as the MpsgenError it would raise, or None:
+    the whole plan is made in memory, legacy removal included ("ready" means migrate completes).
+    Only the final formatting of the added lines, which cannot refuse, is left out. `base`, a Views
+    of the unedited checkout, lends what it has parsed (views of a text are keyed by that very text,
+    so an edited file is parsed afresh)."""
+    views = Views(Workspace(checkout), disk_cache=True)
+    if base is not None:
+        views.lend(base)
+    try:
+        spec = resolve_checked(views, op, Options(), mode=mode)
+        steps = MIGRATE_STEPS if mode == "migrate" else NEW_OP_STEPS
+        plan_op(views, templates or Templates(checkout.root), spec, Options(), steps)
+        if mode == "migrate":
+            check_single_registration(views, spec)
+    except MpsgenError as exc:
+        return exc
+    finally:
+        if base is not None:
+            base.keep_unedited(views)
+    return None

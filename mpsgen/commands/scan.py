@@ -1,0 +1,684 @@
+"""`mpsgen scan`: where a checkout stands in the move off MPSGraph, and what `migrate` can take next.
+
+For every operator of `native_functions.yaml` (ops are base names, as `migrate` takes them) the scan
+reports its MPS backing:
+
+- `native`: an `MPS` key shares a dispatch line with other devices (`CPU, CUDA, MPS: atan2_out`): the
+  shared stub/kernel runs natively on MPS;
+- `mpsgraph`: a separate `MPS: x_mps` kernel whose definition in `mps/operations/*.mm` builds an
+  MPSGraph, directly or through helpers of its file (`LookUpOrCreateCachedGraph`, `MPSGraph*`,
+  `runMPSGraph`, ...);
+- `mps-other`: a separate MPS kernel whose definition uses no MPSGraph (hand-written Metal, ...);
+- `mps-unknown`: a separate MPS kernel whose definition is not found in `mps/operations/*.mm` (or its
+  file cannot be scanned: see the report's notes);
+- `composite`: no MPS key, but a `CompositeImplicitAutograd`/`CompositeExplicitAutograd*` kernel or no
+  dispatch block at all (CompositeImplicitAutograd by default): nothing to write; an entry with
+  `structured_delegate` takes the backing of the entry it delegates to;
+- `none`: backend kernels only, none for MPS (CPU fallback or unsupported).
+
+An op with several overloads takes the first of `mpsgraph, mps-unknown, mps-other, native, none,
+composite` that one of its entries has.
+
+Graph sites are `LookUpOrCreateCachedGraph` calls in code (comments and strings masked): per kernel,
+those in its own definition; per file, all of the file's.
+
+Test expectations: an entry of a `common_mps.py` xfail/skip dict (key -> dtype list or `None`) counts
+for op `op` when its key is the `name + variant_test_name` of an OpInfo whose `name` is `op` (dots read
+as underscores: `special.ndtri`), `nn.functional.op`, or whose `aten_name=` is `op`; keys no OpInfo
+has count by the same rule on the key itself. OpInfos are found by a text scan of
+`common_methods_invocations.py` (no parse).
+
+Candidates for `migrate`, easiest first (within a tier: the smallest legacy implementation first, kernels
+whose definition was not found last):
+- `ready`: a shared `CPU, CUDA: ...` line, a stub with a supported signature and a catalog body;
+- `expr`: the same without a catalog body (or a Scalar alpha, where the catalog does not apply):
+  `migrate OP --expr ...`;
+- `port`: anything else (no shared line, no stub, a signature mpsgen cannot generate, too many
+  inputs, a `dim`/`int[]` argument: a reduction or shape op): a hand-written port; the reason says
+  which.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from mpsgen.commands.confirm import migrate_refusal
+from mpsgen.edit.params import params_candidate
+from mpsgen.edit.templates import Templates
+from mpsgen.edit.workspace import Workspace
+from mpsgen.errors import MpsgenError
+from mpsgen.facts.catalog import load_catalog, lookup
+from mpsgen.facts.params import is_params_stub
+from mpsgen.facts.resolve import generation_problem
+from mpsgen.facts.views import (
+    DispatchSite,
+    Views,
+    functor_name_of_stub,
+    groups_of_pairs,
+    is_legacy_line,
+    is_mps_only,
+    is_shared_line,
+    resolve_stub,
+)
+from mpsgen.model import Location
+from mpsgen.read.checkout import COMMON_MPS, OPERATIONS_DIR, Checkout
+from mpsgen.read.cpp import find_definitions, mask_code
+from mpsgen.read.nfyaml import NativeFunctions, YamlEntry
+from mpsgen.read.pylists import match_bracket
+
+BACKINGS = ("native", "mpsgraph", "mps-other", "mps-unknown", "composite", "none")
+_OP_PRIORITY = ("mpsgraph", "mps-unknown", "mps-other", "native", "none", "composite")
+TIERS = ("ready", "expr", "port")
+
+GRAPH_SITE = "LookUpOrCreateCachedGraph"
+_GRAPH_MARKER = re.compile(r"\bMPSGraph\w*|\bMPSCachedGraph\b|\bLookUpOrCreateCachedGraph\b|\brunMPSGraph\b|\bmpsGraph\b")
+_GRAPH_SITE = re.compile(rf"\b{GRAPH_SITE}\b")
+_IDENT = re.compile(r"\b[A-Za-z_]\w*")
+_REGISTRATION_MACROS = frozenset({"REGISTER_DISPATCH", "REGISTER_MPS_DISPATCH", "REGISTER_NO_CPU_DISPATCH"})
+
+
+# --------------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MpsKernel:
+    """One separate `MPS: kernel` dispatch line and what its definition is."""
+
+    kernel: str
+    entry: str  # the yaml entry, e.g. `atan2.out`
+    dispatch: Location  # the `MPS: ...` line
+    backing: str  # mpsgraph | mps-other | mps-unknown
+    implementation: Location | None
+    definition: str | None  # impl-func, function, or `macro-instance MACRO`
+    lines: int  # the definition's length (0 when unknown)
+    graph_sites: int  # LookUpOrCreateCachedGraph calls in the definition itself
+    graph_helpers: tuple[str, ...]  # same-file helpers (or the generator macro) that build the graph
+
+
+@dataclass(frozen=True)
+class Candidate:
+    tier: str  # ready | expr | port
+    reason: str
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    op: str
+    backing: str
+    location: Location  # the op's first yaml entry
+    overloads: tuple[tuple[str, str], ...]  # (entry name, backing) per entry
+    kernels: tuple[MpsKernel, ...]
+    stub: str | None
+    stub_signature: str | None
+    stub_location: Location | None
+    functor: str | None  # the functor name the stub maps to (registered or not)
+    metal_dtypes: tuple[str, ...]  # dtype groups registered for that functor in kernels/*.metal
+    xfail_entries: int
+    xfail_keys: tuple[str, ...]
+    candidate: Candidate | None
+
+    @property
+    def implementation(self) -> Location | None:
+        return next((k.implementation for k in self.kernels if k.implementation), None)
+
+    @property
+    def graph_sites(self) -> int:
+        return sum(k.graph_sites for k in self.kernels)
+
+    @property
+    def legacy_lines(self) -> int:
+        return sum(k.lines for k in self.kernels)
+
+
+@dataclass(frozen=True)
+class FileTotal:
+    """One `mps/operations/*.mm` file: graph sites in it and the separate MPS kernels it defines."""
+
+    path: str
+    graph_sites: int
+    mpsgraph_kernels: int
+    other_kernels: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    root: str
+    ops: tuple[OpRecord, ...]
+    files: tuple[FileTotal, ...]
+    notes: tuple[str, ...] = ()
+    tiers: tuple[str, ...] = TIERS  # the candidate tiers listed (`scan --tier`)
+
+    def by_backing(self) -> dict[str, int]:
+        counts = Counter(r.backing for r in self.ops)
+        return {b: counts.get(b, 0) for b in BACKINGS}
+
+    def candidates(self) -> tuple[OpRecord, ...]:
+        """Ops `migrate` can take, easiest first."""
+        chosen = [r for r in self.ops if r.candidate is not None and r.candidate.tier in self.tiers]
+        return tuple(sorted(chosen, key=lambda r: (
+            TIERS.index(r.candidate.tier), r.implementation is None, r.legacy_lines, r.graph_sites, r.op)))
+
+    @property
+    def graph_sites(self) -> int:
+        return sum(f.graph_sites for f in self.files)
+
+
+# --------------------------------------------------------------------------------------------------
+# The scan
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NewOpCandidate:
+    """An op with CPU/CUDA kernels through a shared stub and no MPS kernel: `new-op` can take it
+    (tier `ready`: `mpsgen new-op OP` completes with the catalog's body; `expr`: it needs --expr)."""
+
+    op: str
+    tier: str
+    stub: str
+    signature: str
+    location: Location
+    reason: str
+    arity: int  # tensor operands of the functor
+
+
+def new_op_candidates(checkout: Checkout) -> tuple[NewOpCandidate, ...]:
+    """Ops `new-op` can take, easiest first (ready before expr, then by name). Each is planned in
+    memory as `mpsgen new-op OP` would plan it; an op it would refuse is not listed, and one it
+    would refuse only for want of a functor body is listed as `expr`."""
+
+    views = Views(Workspace(checkout))
+    nf = views.native_functions
+    views.all_stubs()
+    catalog = load_catalog()
+    found = []
+    for op in nf.op_names:
+        entries = nf.op_entries(op)
+        if any(is_mps_only(line) for e in entries for line in e.dispatch):
+            continue
+        shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
+        legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
+        if not shared or any("MPS" in site.line.keys for site in shared):
+            continue
+        stub, stub_problem = resolve_stub(views, op, shared)[:2]
+        if generation_problem(views, op, shared, legacy, stub, stub_problem, "new-op", entries=entries) is not None:
+            continue
+        refusal = migrate_refusal(checkout, op, views, _templates(views), mode="new-op")
+        functor = functor_name_of_stub(stub.name)
+        where = shared[0].line.location
+        arity = len(shared[0].entry.tensor_inputs)
+        entry = lookup(functor, catalog) or lookup(op, catalog)
+        if refusal is None and entry is not None:
+            found.append(NewOpCandidate(op, "ready", stub.name, stub.signature, where,
+                                        f"catalog body ({', '.join(entry.supports)})", arity))
+        elif refusal is None or "--expr" in str(refusal):
+            found.append(NewOpCandidate(op, "expr", stub.name, stub.signature, where, "no catalog body: pass --expr",
+                                        arity))
+    return tuple(sorted(found, key=lambda c: (TIERS.index(c.tier), c.op)))
+
+
+def scan_checkout(checkout: Checkout) -> ScanReport:
+    """Read the checkout once and classify every operator of native_functions.yaml (through the op
+    facts of `mpsgen.facts.views` and the refusals of `mpsgen.facts.resolve`, as migrate would)."""
+
+    views = Views(Workspace(checkout))
+    nf = views.native_functions
+    views.all_stubs()  # one read of every header: every op looks its stub up
+    catalog = load_catalog()
+    notes: list[str] = []
+    legacy_names = {line.kernel.rsplit("::", 1)[-1] for e in nf.entries for line in e.dispatch if is_mps_only(line)}
+    definitions, files = _host_definitions(checkout, legacy_names, notes)
+    metal_groups = _metal_groups(views, notes)
+    xfail_by_op = _xfail_by_op(views, notes)
+
+    records = []
+    for op in nf.op_names:
+        records.append(_op_record(views, op, nf.op_entries(op), catalog, definitions, metal_groups, xfail_by_op))
+    records.sort(key=lambda r: r.op)
+    return ScanReport(str(checkout.root), tuple(records), tuple(files), tuple(notes))
+
+
+def _entry_backing(entry: YamlEntry, nf: NativeFunctions, kernels: dict[str, MpsKernel], seen: frozenset = frozenset()) -> str:
+    mps = [line for line in entry.dispatch if "MPS" in line.keys]
+    if mps:
+        legacy = [kernels[line.kernel].backing for line in mps if is_mps_only(line)]
+        return min(legacy, key=_OP_PRIORITY.index) if legacy else "native"
+    delegate = entry.structured_delegate
+    if delegate:  # dense kernels come from the `.out` entry; lines here are sparse/nested ones
+        target = nf.entry(delegate)
+        if target is not None and delegate not in seen:
+            return _entry_backing(target, nf, kernels, seen | {delegate})
+        return "none"
+    if any(key.startswith("Composite") for line in entry.dispatch for key in line.keys):
+        return "composite"
+    return "none" if entry.dispatch else "composite"
+
+
+def _op_record(views, op, entries, catalog, definitions, metal_groups, xfail_by_op) -> OpRecord:
+
+    nf = views.native_functions
+    kernels: dict[str, MpsKernel] = {}
+    for entry in entries:
+        for line in entry.dispatch:
+            if is_mps_only(line) and line.kernel not in kernels:
+                kernels[line.kernel] = _kernel(line.kernel, entry.name, line.location, definitions)
+    overloads = tuple((e.name, _entry_backing(e, nf, kernels)) for e in entries)
+    backing = min((b for _, b in overloads), key=_OP_PRIORITY.index)
+
+    shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
+    legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
+    stub, stub_problem = (resolve_stub(views, op, shared)[:2]) if shared else (None, "")
+    functor = functor_name_of_stub(stub.name) if stub else None
+    groups = metal_groups.get(functor or op, ())
+
+    candidate = None
+    if legacy:
+        candidate = _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing)
+    xfail_keys = xfail_by_op.get(op, Counter())
+    return OpRecord(
+        op=op,
+        backing=backing,
+        location=entries[0].location,
+        overloads=overloads,
+        kernels=tuple(kernels.values()),
+        stub=stub.name if stub else None,
+        stub_signature=stub.signature if stub else None,
+        stub_location=stub.location if stub else None,
+        functor=functor,
+        metal_dtypes=groups,
+        xfail_entries=sum(xfail_keys.values()),
+        xfail_keys=tuple(sorted(xfail_keys)),
+        candidate=candidate,
+    )
+
+
+def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing) -> Candidate:
+
+    problem = generation_problem(views, op, shared, legacy, stub, stub_problem, "migrate", entries=entries)
+    if problem is not None:
+        return Candidate("port", problem.message)
+    if is_params_stub(stub):  # several scalars: a params struct (mpsgen/params.py)
+        tier, why = params_candidate(views, op, shared, stub, functor, catalog, backing)
+        refusal = migrate_refusal(views.checkout, op, views, _templates(views)) if tier == "ready" else None
+        if refusal is not None:
+            return Candidate("port", f"migrate refuses: {refusal}")
+        return Candidate(tier, why)
+    arity = len(shared[0].entry.tensor_inputs)
+    alpha = stub.scalar_count == 1
+    entry = lookup(functor, catalog) or lookup(op, catalog)
+    graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
+    if entry is not None and not alpha and entry.arity == arity:
+        refusal = migrate_refusal(views.checkout, op, views, _templates(views))
+        if refusal is not None:
+            return Candidate("port", f"migrate refuses: {refusal}")
+        return Candidate("ready", f"supported stub signature, catalog body ({', '.join(entry.supports)}){graph}")
+    if entry is not None and alpha:
+        why = "the stub takes a Scalar alpha, which the catalog body does not"
+    elif entry is not None:
+        why = f"the catalog body is {entry.arity}-ary, the op has {arity} tensor inputs"
+    else:
+        why = "no catalog body"
+    return Candidate("expr", f"supported stub signature, {why}: pass --expr{graph}")
+
+
+def accepting_command(checkout: Checkout, op: str):
+    """(`mpsgen new-op OP` or `mpsgen migrate OP`, whichever would complete for the op as it stands,
+    both planned in memory, else None; and when neither would, the refusal that matters: migrate's
+    for an op with an MPS kernel of its own, new-op's otherwise). mpsgen suggests only commands it
+    would accept."""
+    refusals = {}
+    for mode in ("new-op", "migrate"):
+        refusal = migrate_refusal(checkout, op, mode=mode)
+        if refusal is None:
+            return f"mpsgen {mode} {op}", None
+        refusals[mode] = refusal
+    pointing_elsewhere = "`mpsgen migrate" in (refusals["new-op"].hint or "")
+    return None, refusals["migrate"] if pointing_elsewhere else refusals["new-op"]
+
+
+def _templates(views):
+    """One Templates (compiled templates kept) for every candidate a scan confirms."""
+
+    return views._once("scan-templates", lambda: Templates(views.checkout.root))
+
+
+# --------------------------------------------------------------------------------------------------
+# Host files: legacy kernel definitions and graph sites
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Found:
+    path: str
+    line: int
+    kind: str
+    lines: int
+    graph_sites: int
+    graph_helpers: tuple[str, ...]
+    uses_graph: bool
+
+
+def _host_definitions(checkout: Checkout, wanted: set[str], notes: list[str]) -> tuple[dict[str, _Found], list[FileTotal]]:
+    """The definitions of the `wanted` kernel names in mps/operations/*.mm, and per-file totals."""
+    found: dict[str, _Found] = {}
+    totals = []
+    for rel in checkout.glob(OPERATIONS_DIR, "*.mm"):
+        text = checkout.read(rel)
+        masked = mask_code(text)
+        sites = len(_GRAPH_SITE.findall(masked))
+        names = wanted.intersection(_IDENT.findall(masked))
+        error = None
+        in_file: dict[str, _Found] = {}
+        if names:
+            try:
+                in_file = _file_definitions(text, masked, rel, names)
+            except MpsgenError as exc:
+                error = str(exc)
+                notes.append(f"{rel}: cannot delimit definitions ({exc}); its kernels count as mps-unknown")
+        for name, item in in_file.items():
+            found.setdefault(name, item)
+        graph = sum(1 for item in in_file.values() if item.uses_graph)
+        totals.append(FileTotal(rel, sites, graph, len(in_file) - graph, error))
+    return found, totals
+
+
+def _file_definitions(text: str, masked: str, path: str, names: set[str]) -> dict[str, _Found]:
+    defs = [d for d in find_definitions(text, path) if d.kind != "namespace"]
+    by_name: dict[str, object] = {}
+    for d in defs:
+        if d.kind in ("function", "macro") and d.name not in by_name:
+            by_name[d.name] = d
+    graph_own = {id(d): bool(_GRAPH_MARKER.search(masked[d.code_start : d.code_end])) for d in defs}
+
+    def reaches_graph(d) -> tuple[str, ...]:
+        """Helpers (same-file functions and macros, transitively) through which `d` builds a graph."""
+        out: list[str] = []
+        stack = [d]
+        visited = {id(d)}
+        while stack:
+            current = stack.pop()
+            refs = set(current.identifiers)
+            if current.kind == "macro-instance":
+                refs.add(current.name)
+            for ref in sorted(refs):
+                helper = by_name.get(ref)
+                if helper is None or id(helper) in visited:
+                    continue
+                visited.add(id(helper))
+                if graph_own[id(helper)]:
+                    out.append(helper.name)
+                stack.append(helper)
+        return tuple(sorted(out))
+
+    result: dict[str, _Found] = {}
+    for d in defs:
+        if d.kind in ("impl-func", "function") and d.name in names:
+            hits = [d.name]
+            label = d.kind
+        elif d.kind == "macro-instance" and d.name not in _REGISTRATION_MACROS and names.intersection(d.args):
+            hits = [a for a in d.args if a in names]
+            label = f"macro-instance {d.name}"
+        else:
+            continue
+        helpers = reaches_graph(d)
+        code = masked[d.code_start : d.code_end]
+        item = _Found(
+            path=path,
+            line=d.location.line,
+            kind=label,
+            lines=code.count("\n") + 1,
+            graph_sites=len(_GRAPH_SITE.findall(code)),
+            graph_helpers=helpers,
+            uses_graph=graph_own[id(d)] or bool(helpers),
+        )
+        for name in hits:
+            result.setdefault(name, item)
+    return result
+
+
+def _kernel(kernel: str, entry: str, dispatch: Location, definitions: dict[str, _Found]) -> MpsKernel:
+    found = definitions.get(kernel.rsplit("::", 1)[-1])
+    if found is None:
+        return MpsKernel(kernel, entry, dispatch, "mps-unknown", None, None, 0, 0, ())
+    return MpsKernel(
+        kernel=kernel,
+        entry=entry,
+        dispatch=dispatch,
+        backing="mpsgraph" if found.uses_graph else "mps-other",
+        implementation=Location(found.path, found.line),
+        definition=found.kind,
+        lines=found.lines,
+        graph_sites=found.graph_sites,
+        graph_helpers=found.graph_helpers,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# .metal registrations -> dtype groups per functor
+# --------------------------------------------------------------------------------------------------
+
+
+def _metal_groups(views, notes: list[str]) -> dict[str, tuple[str, ...]]:
+    """Functor name -> the dtype groups (`mpsgen.dtypes.GROUPS` names) its registrations cover."""
+
+    pairs: dict[str, set] = {}
+    for rel in views.kernel_files():
+        try:
+            kernel = views.kernel(rel)
+        except MpsgenError as exc:
+            notes.append(f"{rel}: cannot read registrations ({exc}); its dtype groups are missing")
+            continue
+        for name, exc in kernel.file.broken.items():
+            notes.append(f"{rel}: cannot read {name}_functor ({exc}); its dtype groups are missing")
+        for name, registered in kernel.registered.items():
+            if name not in kernel.file.broken:
+                pairs.setdefault(name, set()).update(registered.pairs)
+    return {name: groups_of_pairs(found) for name, found in pairs.items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# common_mps.py xfail/skip dicts, read without a parse
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class XfailKey:
+    """One `"key": None | [torch.x, ...]` entry of a dict in common_mps.py."""
+
+    dict_name: str
+    function: str
+    key: str
+    dtypes: tuple[str, ...] | None
+    location: Location
+
+
+_ASSIGN_DICT = re.compile(r"^([ \t]*)([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*\{", re.M)
+_DEF = re.compile(r"([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)")
+_CODE_LINE = re.compile(r"^([ \t]*)[^ \t\r\n#)\]}]", re.M)
+_NONE = re.compile(r"None\b")
+_GAP = re.compile(r"(?:[ \t\r\n\f]+|#[^\n]*|\\\r?\n)*")
+_KEY_STRING = re.compile(r"""[rRuU]?(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')""")
+_DTYPE = re.compile(r"torch[ \t]*\.[ \t]*([A-Za-z_]\w*)")
+
+
+def read_xfail_keys(text: str, path: str) -> tuple[XfailKey, ...]:
+    """Every entry of every dict literal assigned to a name whose values are all `None` or lists/tuples
+    of `torch.<dtype>`: the dicts `testlists.find_xfail_dicts` finds, by a regex scan (no libcst)."""
+
+    out: list[XfailKey] = []
+    pos = 0
+    functions = None
+    for m in _ASSIGN_DICT.finditer(text):
+        if m.start() < pos:
+            continue  # inside a dict already read
+        brace = m.end() - 1
+        end = match_bracket(text, brace)
+        if end < 0:
+            continue
+        entries = _dict_entries(text, brace + 1, end - 1)
+        if entries:
+            if functions is None:
+                functions = _function_of_lines(text)
+            function = functions(m.start())
+            for key, dtypes, offset in entries:
+                out.append(XfailKey(m.group(2), function, key, dtypes, Location(path, text.count("\n", 0, offset) + 1)))
+            pos = end
+    return tuple(out)
+
+
+def _function_of_lines(text: str):
+    """A function giving, for an offset at a line start, the innermost enclosing `def` (by indentation
+    of the code lines; comment, blank and closing-bracket lines do not close a body)."""
+    starts: list[int] = []
+    names: list[str] = []
+    stack: list[tuple[int, str]] = []
+    for m in _CODE_LINE.finditer(text):
+        indent = len(m.group(1).expandtabs())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        starts.append(m.start())
+        names.append(stack[-1][1] if stack else "")
+        d = _DEF.match(text, m.start())
+        if d:
+            stack.append((indent, d.group(2)))
+
+    def function(offset: int) -> str:
+        i = bisect.bisect_right(starts, offset) - 1
+        return names[i] if i >= 0 else ""
+
+    return function
+
+
+def _dict_entries(text: str, pos: int, close: int):
+    """The (key, dtypes, offset) entries of the dict body text[pos:close], or None when any element
+    is not `"key": None | [torch.x, ...] | (torch.x, ...)`."""
+    entries = []
+    while True:
+        pos = _GAP.match(text, pos).end()
+        if pos >= close:
+            return entries or None
+        key = _KEY_STRING.match(text, pos)
+        if key is None:
+            return None
+        start = pos
+        pos = _GAP.match(text, key.end()).end()
+        if not text.startswith(":", pos):
+            return None
+        pos = _GAP.match(text, pos + 1).end()
+        value, pos = _dtype_value(text, pos, close)
+        if value is False:
+            return None
+        entries.append((ast.literal_eval(key.group(0)), value, start))
+        pos = _GAP.match(text, pos).end()
+        if pos < close:
+            if text[pos] != ",":
+                return None
+            pos += 1
+
+
+def _dtype_value(text: str, pos: int, close: int):
+    if _NONE.match(text, pos):
+        return None, pos + 4
+    if pos >= close or text[pos] not in "[(":
+        return False, pos
+    closer = "]" if text[pos] == "[" else ")"
+    names: list[str] = []
+    commas = 0
+    pos += 1
+    while True:
+        pos = _GAP.match(text, pos).end()
+        if text.startswith(closer, pos):
+            if closer == ")" and len(names) == 1 and commas == 0:
+                return False, pos  # `(torch.x)` is a parenthesised name, not a tuple
+            return tuple(names), pos + 1
+        if names and commas < len(names):
+            return False, pos
+        m = _DTYPE.match(text, pos)
+        if m is None:
+            return False, pos
+        names.append(m.group(1))
+        pos = _GAP.match(text, m.end()).end()
+        if text.startswith(",", pos):
+            commas += 1
+            pos += 1
+
+
+def _opinfo_ops(text: str) -> dict[str, set[str]]:
+    """common_mps key (`name + variant_test_name`) -> the aten ops its OpInfos test, by a text scan:
+    every `XInfo(` call opens a region; a quoted first argument names it, and `variant_test_name=` /
+    `aten_name=` keywords before the next call belong to it."""
+    starts = [(m.start(), m.group(1), m.group(2)) for m in _info_calls(text) if m.group(1) != "DecorateInfo"]
+    offsets = [s[0] for s in starts]
+    variant: dict[int, str] = {}
+    aten: dict[int, str] = {}
+    for pattern, target in ((_VARIANT_KEYWORD, variant), (_ATEN_KEYWORD, aten)):
+        for m in pattern.finditer(text):  # a literal prefix: the regex engine skips ahead fast
+            if m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
+                continue
+            i = bisect.bisect_right(offsets, m.start()) - 1
+            if i >= 0:
+                target.setdefault(i, m.group(2))
+    out: dict[str, set[str]] = {}
+    for i, (_, _, name) in enumerate(starts):
+        if not name:
+            continue
+        key = name + variant.get(i, "")
+        ops = out.setdefault(key, set())
+        ops.update(_ops_named(name))
+        if i in aten:
+            ops.add(aten[i])
+    return out
+
+
+_INFO_CALL = re.compile(r"""([A-Z]\w*Info)\(\s*(?:name\s*=\s*)?(?:[rRuU]?['"]([^'"\n]+)['"])?""")
+_VARIANT_KEYWORD = re.compile(r"""variant_test_name\s*=\s*[rRuU]?(['"])([^'"\n]*)\1""")
+_ATEN_KEYWORD = re.compile(r"""aten_name\s*=\s*[rRuU]?(['"])([^'"\n]*)\1""")
+
+
+def _info_calls(text: str):
+    """`XInfo(` calls (the class name starting with a capital), found from each literal `Info(`."""
+    pos = 0
+    while True:
+        i = text.find("Info(", pos)
+        if i < 0:
+            return
+        start = i
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        m = _INFO_CALL.match(text, start)
+        if m and m.end(1) == i + 4:
+            yield m
+        pos = i + 5
+
+
+def _ops_named(name: str) -> set[str]:
+    ops = {name.replace(".", "_")}
+    if name.startswith("nn.functional."):
+        ops.add(name[len("nn.functional.") :])
+    return ops
+
+
+def _xfail_by_op(views, notes: list[str]) -> dict[str, Counter]:
+    """op -> Counter of the common_mps.py keys (one count per dict entry) that test it (OpInfos of
+    every file the op facts read: common_methods_invocations.py and opinfo/definitions/*.py)."""
+    checkout = views.checkout
+    if not checkout.exists(COMMON_MPS):
+        notes.append(f"{COMMON_MPS} not found: no xfail counts")
+        return {}
+    entries = read_xfail_keys(checkout.read(COMMON_MPS), COMMON_MPS)
+    key_ops: dict[str, set[str]] = {}
+    for rel in views.opinfo_files():
+        for key, ops in _opinfo_ops(checkout.read(rel)).items():
+            key_ops.setdefault(key, set()).update(ops)
+    out: dict[str, Counter] = {}
+    for item in entries:
+        for op in key_ops.get(item.key) or _ops_named(item.key):
+            out.setdefault(op, Counter())[item.key] += 1
+    return out

@@ -1,0 +1,118 @@
+"""Kernel outputs against the reference: per-dtype error statistics and the mismatching cases."""
+
+from __future__ import annotations
+
+import cmath
+import math
+from dataclasses import dataclass
+
+from mpsgen.commands.tryop.lookup import METAL_TO_TORCH
+from mpsgen.commands.tryop.values import Inputs, kind
+
+# (rtol, atol) by output type: torch.testing's defaults for float32/float16/bfloat16 (complex like
+# its component type). Integer and bool outputs must match exactly.
+TOLERANCES = {
+    "float": (1.3e-6, 1e-5),
+    "half": (1e-3, 1e-5),
+    "bfloat": (1.6e-2, 1e-5),
+    "float2": (1.3e-6, 1e-5),
+    "half2": (1e-3, 1e-5),
+}
+MAX_EXAMPLES = 10
+_KNOWN = frozenset(METAL_TO_TORCH)
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    inputs: tuple
+    got: object
+    want: object
+
+
+@dataclass(frozen=True)
+class DtypeResult:
+    """One registered input type: how many cases ran, the largest errors, what did not match."""
+
+    metal_type: str
+    dtype: str  # torch name of the input dtype
+    out_type: str  # Metal output type of the kernel
+    cases: int
+    max_abs: float
+    max_rel: float
+    mismatches: int
+    examples: tuple[Mismatch, ...]
+    tolerance: tuple[float, float] | None  # (rtol, atol); None: exact
+    status: str  # passed / failed / skipped
+    note: str = ""
+    scalars: str = ""  # the scalar set it ran with (alpha and params kernels): "beta=2, threshold=20"
+
+
+def _close(got, want, rtol: float, atol: float) -> bool:
+    if isinstance(want, complex) or isinstance(got, complex):
+        got, want = complex(got), complex(want)
+        # A NaN in either part makes the whole value NaN (CPU kernels differ, even between their
+        # vectorised and scalar loops, on which part holds it).
+        if cmath.isnan(want) or cmath.isnan(got):
+            return cmath.isnan(want) and cmath.isnan(got)
+        return _close(got.real, want.real, rtol, atol) and _close(got.imag, want.imag, rtol, atol)
+    if math.isnan(want):
+        return math.isnan(got)
+    if math.isinf(want) or math.isinf(got):
+        return got == want
+    return abs(got - want) <= atol + rtol * abs(want)
+
+
+def _errors(got, want) -> tuple[float, float] | None:
+    """(abs, rel) error where both are finite, else None."""
+    try:
+        if isinstance(want, complex) or isinstance(got, complex):
+            if not (cmath.isfinite(complex(got)) and cmath.isfinite(complex(want))):
+                return None
+        elif not (math.isfinite(got) and math.isfinite(want)):
+            return None
+        error = abs(got - want)
+    except (TypeError, OverflowError):
+        return None
+    return error, (error / abs(want) if want else (0.0 if error == 0 else math.inf))
+
+
+def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = "", alone=None,
+            override: tuple[float, float] | None = None) -> DtypeResult:
+    """Kernel outputs `got` against reference values `want` (None: no reference for that case).
+    `alone(i)`, when given, is the reference for case i computed by itself: a kernel value that
+    matches it counts as a match (CPU kernels' vectorised and scalar loops can differ at special
+    values, and both are the CPU's answer); the note says how many."""
+    # Outputs of a type mpsgen does not know (a struct, a vector) are compared exactly.
+    exact = kind(out_type) not in ("float", "complex") if out_type in _KNOWN else True
+    tolerance = None if exact else (override or TOLERANCES[out_type])
+    max_abs = max_rel = 0.0
+    bad: list[Mismatch] = []
+    count = scalar_loop = 0
+    for i, (g, w) in enumerate(zip(got, want)):
+        if w is None:
+            continue  # the reference has no value here (its note says why)
+        count += 1
+        if exact:
+            ok = g == w or (isinstance(w, float) and math.isnan(w) and isinstance(g, float) and math.isnan(g))
+        else:
+            ok = _close(g, w, *tolerance)
+            errors = _errors(g, w)
+            if errors is not None:
+                max_abs, max_rel = max(max_abs, errors[0]), max(max_rel, errors[1])
+        if not ok and alone is not None:
+            single = alone(i)
+            ok = (g == single) if exact else (single is not None and _close(g, single, *tolerance))
+            scalar_loop += ok
+        if not ok:
+            bad.append(Mismatch(inputs.case(i), g, w))
+    if len(got) != len(want):
+        note = (note + "; " if note else "") + f"{len(got)} outputs for {len(want)} reference values"
+    if scalar_loop:
+        note = (note + "; " if note else "") + (
+            f"{scalar_loop} cases match the reference computed for that case alone, not in the whole tensor "
+            "(the CPU's vectorised and scalar loops differ there)")
+    status = "failed" if bad or len(got) != len(want) else "passed"
+    notes = "; ".join(n for n in (inputs.note, note) if n)
+    return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
+                       len(bad), tuple(bad[:MAX_EXAMPLES]), tolerance, status, notes)
+

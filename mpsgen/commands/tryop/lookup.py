@@ -1,0 +1,93 @@
+"""Which functor serves an op on MPS, as `try` needs it: read from the shared op facts."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mpsgen.commands.scan import accepting_command
+from mpsgen.edit.workspace import Workspace
+from mpsgen.errors import MpsgenError
+from mpsgen.facts.views import METAL_TO_TORCH, Views, read_op
+from mpsgen.model import Location
+from mpsgen.read.checkout import Checkout
+from mpsgen.read.cpp import mask_code, match_brace, split_top_level
+
+TORCH_TO_METAL = {torch: metal for metal, torch in METAL_TO_TORCH.items()}
+
+
+@dataclass(frozen=True)
+class FunctorFacts:
+    op: str
+    functor: str  # kernel name, without `_functor`
+    kernel_file: str
+    location: Location  # the functor's struct
+    arity: int
+    alpha: bool
+    input_types: tuple[str, ...]  # Metal input types it is registered for, in METAL_TO_TORCH order
+    # The functor's tensor operands (the iterator's inputs: `exec_binary_kernel*` -> 2), which can
+    # differ from the op's tensor arguments (threshold: one tensor, a binary kernel).
+    kernel_arity: int = 0
+    alpha_types: tuple[tuple[str, str], ...] = ()  # (input type, alpha or params type) per registration
+    host_body: str = ""
+    host_params: tuple[str, ...] = ()
+    host_location: Location | None = None
+
+
+def functor_facts(checkout: Checkout, op: str) -> FunctorFacts:
+    """op -> (kernel file, functor, arity, registered input types), from the shared op facts
+    (`mpsgen.facts.views.read_op`): the MPS registration of the op's stub, its host function's
+    `exec_*_kernel(iter, "name")` and the .metal file that defines `name_functor`."""
+
+    views = Views(Workspace(checkout))
+    facts = read_op(views, op)
+    if facts.host is None or not facts.host.kernel:
+        where = facts.shared[0].line.location if facts.shared else facts.entries[0].location
+
+        command, refusal = accepting_command(checkout, op)
+        hint = (f"give it one with `{command}`" if command else
+                f"mpsgen cannot give it one as it stands: {refusal.message}" + (f"; {refusal.hint}" if refusal.hint else ""))
+        raise MpsgenError(f"{op} has no native Metal kernel to run in this checkout", location=where, hint=hint)
+    name = facts.functor
+    if len(facts.kernel_files) != 1:
+        where = Location(facts.host.location.path, facts.host.kernel_line)
+        found = ", ".join(facts.kernel_files) or "no .metal file"
+        raise MpsgenError(f"kernel \"{name}\" should have exactly one {name}_functor, found in {found}", location=where,
+                          hint="define the functor once, in the family's .metal file")
+    rel = facts.kernel_files[0]
+    location = Location(rel, views.kernel(rel).functor_line(checkout.read(rel), name))
+    registered = facts.registered_dtypes
+    types = tuple(metal for metal, torch in METAL_TO_TORCH.items() if torch in registered)
+    if not types:
+        raise MpsgenError(f"{name}_functor is not registered for any dtype", location=location,
+                          hint="add its REGISTER_* lines (mpsgen new-op writes them)")
+    carrier = facts.shared[0].entry
+    extras = facts.stub.params[1:] if facts.stub is not None else ()
+    alpha = bool(extras)
+    alpha_types = {}
+    for reg in views.kernel(rel).reading.registrations:
+        if reg.functor == name and reg.alpha and reg.input in types:
+            alpha_types.setdefault(reg.input, reg.alpha)
+    arity = len(carrier.tensor_inputs)
+    call = _EXEC_KIND.search(facts.host.body)
+    kernel_arity = _EXEC_ARITY[call.group(1)] if call else arity
+    return FunctorFacts(op, name, rel, location, arity, alpha, types, kernel_arity,
+                        tuple((t, alpha_types[t]) for t in types if t in alpha_types), facts.host.body,
+                        _declared_params(checkout, facts.host), facts.host.location)
+
+
+def _declared_params(checkout: Checkout, host) -> tuple[str, ...]:
+    """The host function's parameters as written (with their names), or its normalised ones."""
+
+    text = checkout.read(host.location.path)
+    masked = mask_code(text)
+    for m in re.finditer(rf"\b{re.escape(host.name)}\s*\(", masked):
+        close = match_brace(masked, m.end() - 1)
+        if close > 0 and masked[close + 1 : close + 200].lstrip().startswith("{"):
+            params = split_top_level(text[m.end() : close], "(<[", ")>]")
+            return tuple(" ".join(p.split("=", 1)[0].split()) for p in params)
+    return host.params
+
+
+_EXEC_KIND = re.compile(r"\bexec_(unary|binary|ternary)_kernel")
+_EXEC_ARITY = {"unary": 1, "binary": 2, "ternary": 3}

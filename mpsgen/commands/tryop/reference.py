@@ -1,0 +1,212 @@
+"""What `try` compares the kernel with: torch's CPU op when torch is importable, else the catalog's
+Python reference."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable
+
+from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, TORCH_TO_METAL
+from mpsgen.commands.tryop.references import KIND_ARGUMENT, REFERENCES
+from mpsgen.commands.tryop.values import COMPONENT, ROUND, Inputs, kind
+from mpsgen.facts.catalog import lookup
+
+# When the CPU op has no kernel for a reduced-precision dtype, it is computed in this one instead.
+_WIDER = {"float16": "float32", "bfloat16": "float32", "complex32": "complex64"}
+_OVERLOADS = ("default", "Tensor", "Tensor_Tensor", "self")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The reference's values for one input type, the Metal type of its output, and how it was had."""
+
+    values: tuple
+    out_type: str
+    note: str = ""
+    # The reference for case i computed alone (torch: its scalar loop rather than the vectorised
+    # one, which can differ at special values), or None.
+    alone: Callable[[int], object] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str  # what it is, for the report: "torch 2.13.0 CPU: aten::hypot" / "catalog: ref_hypot"
+    compute: Callable[[Inputs, str | None], Expected]  # (inputs, kernel's output type if known)
+
+
+def import_torch():
+    """torch, imported without its warnings about optional extras (NumPy) that try does not use."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        import torch
+    return torch
+
+
+def torch_unavailable() -> str | None:
+    try:
+        import_torch()
+    except ImportError:
+        return "torch is not importable (pip install torch==2.13.0 gives a CPU build)"
+    return None
+
+
+def _required_tensor_args(schema) -> int | None:
+    required = [a for a in schema.arguments if not a.kwarg_only and not a.has_default_value()]
+    if not all(str(a.type) == "Tensor" for a in required):
+        return None
+    return len(required)
+
+
+def torch_reference(op: str, arity: int) -> tuple[Reference | None, str]:
+    """torch's CPU op as a reference, or None and why not."""
+    why = torch_unavailable()
+    if why:
+        return None, why
+    torch = import_torch()
+
+    packet = getattr(torch.ops.aten, op, None)
+    if packet is None:
+        return None, f"torch.ops.aten has no {op}"
+    names = packet.overloads()
+    for name in _OVERLOADS:
+        if name not in names:
+            continue
+        overload = getattr(packet, name)
+        if _required_tensor_args(overload._schema) == arity:
+            label = f"torch {torch.__version__} CPU: aten::{op}" + ("" if name == "default" else f".{name}")
+            return Reference(label, lambda inputs, _out, f=overload: _run_torch(f, inputs)), ""
+    return None, f"no overload of aten::{op} takes exactly {arity} tensors ({', '.join(names)})"
+
+
+def _tensor(torch, column: tuple, dtype_name: str):
+    if dtype_name == "complex32":
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")
+            return torch.tensor(list(column), dtype=torch.complex64).to(torch.complex32)
+    return torch.tensor(list(column), dtype=getattr(torch, dtype_name))
+
+
+# torch's spelling of a schema argument's type -> native_functions.yaml's.
+SCHEMA_TYPES = {"number": "Scalar", "Optional[number]": "Scalar?", "float": "float", "Optional[float]": "float?",
+                "int": "int", "bool": "bool", "Tensor": "Tensor"}
+
+
+def schema_type(argument) -> str:
+    return SCHEMA_TYPES.get(str(argument.type), str(argument.type))
+
+
+def _scalar_overload(schema, arity: int) -> bool:
+    """`arity` tensors first, then only scalar arguments (Scalar, float, float?, int, bool)."""
+    args = [a for a in schema.arguments if not a.is_out]
+    tensors = [a for a in args if schema_type(a) == "Tensor"]
+    others = [a for a in args if schema_type(a) != "Tensor"]
+    return (len(tensors) == arity
+            and all(schema_type(a) in ("Scalar", "float", "float?", "int", "bool", "Scalar?") for a in others))
+
+
+def torch_scalar_reference(op: str, arity: int):
+    """torch's CPU op taking `arity` tensors and scalars: (overload, label) or (None, why not)."""
+    why = torch_unavailable()
+    if why:
+        return None, why
+    torch = import_torch()
+
+    packet = getattr(torch.ops.aten, op, None)
+    if packet is None:
+        return None, f"torch.ops.aten has no {op}"
+    names = packet.overloads()
+    for name in ("Scalar", *_OVERLOADS):
+        if name in names and _scalar_overload(getattr(packet, name)._schema, arity):
+            label = f"torch {torch.__version__} CPU: aten::{op}" + ("" if name == "default" else f".{name}")
+            return getattr(packet, name), label
+    return None, f"no overload of aten::{op} takes exactly {arity} tensors and scalars ({', '.join(names)})"
+
+
+def scalar_reference(overload, label: str, scalars: dict) -> Reference:
+    """torch's CPU op with the scalar arguments `scalars` (by name); the tensors are passed by name
+    too, so that an op whose tensors and scalars interleave (elu_backward) takes them."""
+    names = tuple(a.name for a in overload._schema.arguments if not a.is_out and schema_type(a) == "Tensor")
+    return Reference(label, lambda inputs, _out: _run_torch(overload, inputs, scalars, names))
+
+
+def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tuple[str, ...] = ()) -> Expected:
+    torch = import_torch()
+
+    dtype = METAL_TO_TORCH[inputs.metal_type]
+    note = ""
+    try:
+        _run_columns(torch, overload, inputs.columns[:1] and tuple(c[:1] for c in inputs.columns), dtype, None, scalars, names)
+        compute_in = dtype
+    except (RuntimeError, NotImplementedError) as exc:
+        compute_in = _WIDER.get(dtype)
+        if compute_in is None:
+            raise
+        note = f"the CPU op has no {dtype} kernel ({str(exc).splitlines()[0][:80]}); computed in {compute_in} and rounded"
+    result = _run_columns(torch, overload, inputs.columns, compute_in, dtype, scalars, names)
+    out_name = str(result.dtype).replace("torch.", "")
+
+    def alone(i: int):
+        one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), compute_in, dtype, scalars, names)
+        return _values(torch, one)[0]
+
+    return Expected(_values(torch, result), TORCH_TO_METAL.get(out_name, out_name), note, alone)
+
+
+def _run_columns(torch, overload, columns: tuple, compute_in: str, dtype: str | None = None,
+                 scalars: dict | None = None, names: tuple[str, ...] = ()):
+    tensors = [_tensor(torch, c, compute_in) for c in columns]
+    if names:
+        result = overload(**dict(zip(names, tensors)), **(scalars or {}))
+    else:
+        result = overload(*tensors, **(scalars or {}))
+    if dtype is not None and compute_in != dtype and result.dtype == getattr(torch, compute_in):
+        result = result.to(getattr(torch, dtype))
+    return result
+
+
+def _values(torch, result) -> tuple:
+    if result.is_complex():
+        return tuple(result.to(torch.complex128).tolist())
+    if result.is_floating_point():
+        return tuple(result.to(torch.float64).tolist())
+    return tuple(int(v) for v in result.tolist())
+
+
+def _round(value, out_type: str):
+    """A double-precision reference value as the kernel's output type holds it (overflow gives inf)."""
+    if out_type in COMPONENT:
+        component = ROUND[COMPONENT[out_type]]
+        value = complex(value)
+        return complex(component(value.real), component(value.imag))
+    if out_type in ROUND:
+        return ROUND[out_type](float(value))
+    return value
+
+
+def catalog_reference(op: str) -> tuple[Reference | None, str]:
+    """The catalog's Python reference for `op`, or None and why not."""
+
+    entry = lookup(op)
+    if entry is None or entry.op not in REFERENCES:
+        return None, f"the catalog has no reference for {op}"
+    func = REFERENCES[entry.op]
+    takes_kind = entry.op in KIND_ARGUMENT
+
+    def compute(inputs: Inputs, out_type: str | None) -> Expected:
+        out = out_type or inputs.metal_type
+        to_float = kind(inputs.metal_type) in ("int", "uint", "bool") and kind(out) == "float"
+        values = []
+        failures = 0
+        for i in range(inputs.count):
+            args = tuple(float(a) for a in inputs.case(i)) if to_float else tuple(
+                int(a) if kind(inputs.metal_type) in ("int", "uint", "bool") else a for a in inputs.case(i))
+            try:
+                values.append(_round(func(*args, inputs.metal_type) if takes_kind else func(*args), out))
+            except (OverflowError, ValueError, ZeroDivisionError):
+                values.append(None)  # outside what the Python reference can evaluate
+                failures += 1
+        note = f"{failures} cases the Python reference cannot evaluate (overflow in double) not compared" if failures else ""
+        return Expected(tuple(values), out, note)
+
+    return Reference(f"catalog: {func.__name__} (mpsgen/tryop/references.py)", compute), ""

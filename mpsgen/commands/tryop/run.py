@@ -1,0 +1,155 @@
+"""Running the try kernels: on the host (compiler + Metal prelude) or on MPS (torch.mps.compile_shader)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, TORCH_TO_METAL
+from mpsgen.commands.tryop.reference import import_torch
+from mpsgen.commands.tryop.scalars import pack
+from mpsgen.commands.tryop.values import Inputs, from_float32_bits
+from mpsgen.errors import CheckFailed, MpsgenError
+from mpsgen.read.metalhost.check import diagnostic_context
+from mpsgen.read.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
+from mpsgen.read.metalhost.owners import CodeOwners, diagnostic_owners
+from mpsgen.read.metalhost.rewrite import rewrite_metal
+
+COMPILE_TIMEOUT = 180.0
+RUN_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What the kernel for one input type produced: its output type and one value per case."""
+
+    metal_type: str
+    out_type: str
+    values: tuple
+
+
+def host_unavailable() -> str | None:
+    """Why the host path cannot run here, or None."""
+    compiler, why = find_compiler()
+    return None if compiler is not None else why
+
+
+def mps_unavailable() -> str | None:
+    """Why the MPS path cannot run here, or None."""
+    if sys.platform != "darwin":
+        return f"not macOS (this is {sys.platform})"
+    try:
+
+        torch = import_torch()
+    except ImportError:
+        return "torch is not importable"
+    if not hasattr(torch, "mps") or not hasattr(torch.mps, "compile_shader"):
+        return f"torch {torch.__version__} has no torch.mps.compile_shader"
+    if not torch.backends.mps.is_available():
+        return "torch.backends.mps.is_available() is False"
+    return None
+
+
+def run_on_host(program: str, kernel_file: str, work: Path | None = None,
+                compiler: Compiler | None = None, functor: str | None = None,
+                owners: CodeOwners | None = None) -> tuple[list[Outputs], str]:
+    """Compile `program` (the shader source plus the host driver) with the host compiler and the
+    Metal prelude, run it, and read its outputs. Returns the outputs and the compiler used.
+    `functor` and `owners` (`metalhost.owners.code_owners` of the kernel file) let a compile error
+    in another functor's code be named as such."""
+    if compiler is None:
+        compiler, why = find_compiler()
+        if compiler is None:
+            raise MpsgenError(f"cannot run the functor on the host: {why}", hint="install g++ or clang++, or run on a Mac with MPS")
+    with tempfile.TemporaryDirectory(prefix="mpsgen-try-", dir=work) as tmp:
+        source = Path(tmp) / "try.cpp"
+        binary = Path(tmp) / "try"
+        source.write_text(rewrite_metal(program), encoding="utf-8")
+        command = compiler.build_command(source, (), binary)
+        built = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+        if built.returncode != 0:
+            raise _compile_failure(built.stderr, kernel_file, functor, owners)
+        ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    if ran.returncode != 0:
+        raise CheckFailed(f"the functor crashed on the host (exit status {ran.returncode}): {ran.stderr.strip()[:200]}",
+                          hint="look for integer division by zero or out-of-range indexing in the functor")
+    return parse_outputs(ran.stdout), compiler.path
+
+
+def _compile_failure(stderr: str, kernel_file: str, functor: str | None = None,
+                     owners: CodeOwners | None = None) -> MpsgenError:
+
+    found = parse_diagnostics(stderr)
+    if not found:
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        return CheckFailed(f"the try program did not compile: {tail}", hint="run with --debug; this may be a bug in mpsgen's prelude")
+    attributed = [attribute(d, kernel_file) for d in found]
+    if all(where.path.startswith(PRELUDE_LABEL) for where, _ in attributed):
+        where, message = attributed[0]
+        return MpsgenError(f"the host compiler cannot compile mpsgen's Metal prelude ({where}: {message})",
+                           hint="use g++ 12+ or clang++ 15+ ($MPSGEN_CXX), or run on a Mac with MPS")
+    index, (where, message) = next((i, a) for i, a in enumerate(attributed) if not a[0].path.startswith(PRELUDE_LABEL))
+    more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+    hint = "fix the kernel file; `mpsgen verify OP --static-only` lists every error"
+    if functor is not None and owners is not None:
+        context = diagnostic_context(found[index], kernel_file, where)
+        belongs = diagnostic_owners(context.lines, owners, context.functors)
+        if functor not in belongs:
+            whose = ", ".join(f"{name}_functor" for name in belongs) or "other code of the file"
+            hint = (f"pre-existing: in {whose}, not {functor}_functor; the whole kernel file must compile "
+                    f"for try to run {functor}_functor on the host")
+    return CheckFailed(f"{message}{more}", location=where, hint=hint)
+
+
+def _decode(token: str, out_type: str):
+    if token == "x":
+        return None  # not run (see the host driver)
+    if ":" in token:
+        re_bits, im_bits = token.split(":")
+        return complex(from_float32_bits(int(re_bits, 16)), from_float32_bits(int(im_bits, 16)))
+    if out_type in ("float", "half", "bfloat"):
+        return from_float32_bits(int(token, 16))
+    return int(token)
+
+
+def parse_outputs(stdout: str) -> list[Outputs]:
+    found = []
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) < 3 or parts[0] != "mpsgen-try":
+            continue
+        _, metal_type, out_type, *tokens = parts
+        found.append(Outputs(metal_type, out_type, tuple(_decode(t, out_type) for t in tokens)))
+    return found
+
+
+def run_on_mps(source: str, inputs: list[Inputs], out_dtypes: dict[str, str], scalars: dict | None = None) -> list[Outputs]:
+    """Run the try kernels of `source` on the GPU through torch.mps.compile_shader (macOS with MPS).
+    `out_dtypes` maps each Metal input type to the torch dtype name of its output buffer. `scalars`
+    (alpha and params kernels): input type -> (alpha type, fields, [(set index, field values)]); the
+    kernel takes the alpha or struct as a constant buffer, passed as a uint8 tensor of its bytes,
+    and runs once per set (outputs named `<type>#<set index>`, as the host driver prints them)."""
+
+    torch = import_torch()
+
+    library = torch.mps.compile_shader(source)
+    found = []
+    for case in inputs:
+        dtype = getattr(torch, METAL_TO_TORCH[case.metal_type])
+        tensors = [torch.tensor(list(column), dtype=dtype, device="mps") for column in case.columns]
+        kernel = getattr(library, f"mpsgen_try_{case.metal_type}")
+        runs = [("", ())]
+        if scalars is not None:
+            _, fields, sets = scalars[case.metal_type]
+            runs = [(f"#{index}", (torch.tensor(list(pack(fields, values)), dtype=torch.uint8, device="mps"),))
+                    for index, values in sets]
+        for tag, extra in runs:
+            out = torch.empty(case.count, dtype=getattr(torch, out_dtypes[case.metal_type]), device="mps")
+            kernel(out, *tensors, *extra)
+            torch.mps.synchronize()
+            found.append(Outputs(case.metal_type + tag, TORCH_TO_METAL.get(out_dtypes[case.metal_type], "other"),
+                                 tuple(out.cpu().tolist())))
+    return found

@@ -1,0 +1,180 @@
+"""Choosing a functor body: the built-in catalog, a user's --expr, or a placeholder that stops the
+build at the spot to fill in. Never a silently wrong kernel."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mpsgen.dtypes import GROUPS
+from mpsgen.edit.templates import Templates
+from mpsgen.errors import MpsgenError
+from mpsgen.facts.catalog import load_catalog, lookup
+from mpsgen.model import Note
+from mpsgen.read.checkout import C10_METAL_DIR
+from mpsgen.read.kernelfile import NamespacePrefixes
+
+OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
+ARITY_WORDS = {1: "unary", 2: "binary", 3: "ternary"}
+_FORBIDDEN = {";": "a semicolon", "{": "a brace", "}": "a brace", "#": "a preprocessor `#`",
+              "\n": "a newline", "\r": "a newline", "\\": "a backslash", '"': "a string", "'": "a character literal"}
+_TOKEN = re.compile(r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFuU]?)|(?P<name>[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)|(?P<op>\*\*|::|[-+*/%<>=!&|^~?:,.()\[\]]+))")
+
+
+@dataclass(frozen=True)
+class FunctorChoice:
+    """The rendered functor and where it came from (`catalog`, `expr` or `placeholder`)."""
+
+    source: str
+    text: str
+    groups: tuple[str, ...]
+
+
+def operands_for(arity: int, alpha: bool) -> tuple[str, ...]:
+    return OPERANDS[arity] + (("alpha",) if alpha else ())
+
+
+def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] = ()) -> None:
+    """A single Metal expression over the operands (and `extra` names: a params struct's fields):
+    no statements, no blocks, no preprocessor."""
+    for ch, what in _FORBIDDEN.items():
+        if ch in expr:
+            raise MpsgenError(
+                f"--expr must be a single expression; it contains {what}",
+                hint=f"write one expression over {', '.join(operands)}, e.g. --expr \"{operands[0]} * {operands[0]}\"",
+            )
+    if "//" in expr or "/*" in expr:
+        raise MpsgenError("--expr must not contain a comment", hint="remove the comment")
+    if not expr.strip():
+        raise MpsgenError("--expr is empty", hint=f"write one expression over {', '.join(operands)}")
+    depth, pos = 0, 0
+    tokens = []
+    while pos < len(expr):
+        match = _TOKEN.match(expr, pos)
+        if not match or match.end() == pos:
+            if expr[pos:].strip() == "":
+                break
+            raise MpsgenError(f"--expr: cannot read {expr[pos:].strip()[:20]!r}", hint="use operands, numbers, operators and function calls")
+        tokens.append(match)
+        pos = match.end()
+    for i, match in enumerate(tokens):
+        op = match.group("op")
+        if op:
+            for ch in op:
+                depth += (ch == "(") - (ch == ")")
+                if depth < 0:
+                    raise MpsgenError("--expr has an unbalanced `)`", hint="balance the parentheses")
+                if ch == "," and depth == 0:
+                    raise MpsgenError("--expr must be a single expression; it has a top-level comma",
+                                      hint="write one expression; commas only separate a call's arguments")
+        elif i > 0 and _ends_operand(tokens[i - 1]):
+            raise MpsgenError(f"--expr must be a single expression; {match.group().strip()!r} follows an operand with no operator",
+                              hint=f"join the parts with an operator, e.g. --expr \"{operands[0]} * {operands[0]}\"")
+        name = match.group("name")
+        if name and name not in operands and name not in extra:
+            called = i + 1 < len(tokens) and (tokens[i + 1].group("op") or "").startswith("(")
+            if not called and not name.isupper() and name not in ("true", "false") and "::" not in name:
+                named = [n for n in extra if n != "params"]
+                raise MpsgenError(
+                    f"--expr uses {name!r}, which is not an operand of this {ARITY_WORDS[len([o for o in operands if o != 'alpha'])]} op",
+                    hint=f"operands are {', '.join(operands)}" + (f"; parameters {', '.join(named)}" if named else ""),
+                )
+    if depth != 0:
+        raise MpsgenError("--expr has an unbalanced `(`", hint="balance the parentheses")
+
+
+def _ends_operand(token: re.Match) -> bool:
+    op = token.group("op")
+    return op is None or op.endswith((")", "]"))
+
+
+def effective_groups(groups: tuple[str, ...]) -> tuple[str, ...]:
+    """`bool` is part of the integer registrations already."""
+    if "bool" in groups and ("integer" in groups or "int2float" in groups):
+        return tuple(g for g in groups if g != "bool")
+    return groups
+
+
+def check_supported(entry, groups: tuple[str, ...]) -> None:
+    """Refuse `--dtypes` groups a catalog body does not handle."""
+    unsupported = [g for g in groups if g not in entry.supports]
+    if unsupported:
+        raise MpsgenError(
+            f"the catalog's {entry.op} functor does not handle dtype group {unsupported[0]!r} "
+            f"(it handles {', '.join(entry.supports)})",
+            hint="drop that group from --dtypes, or pass --expr",
+        )
+
+
+@dataclass(frozen=True)
+class Body:
+    """Where a functor body comes from, before the dtype groups are chosen: the catalog, --expr, a
+    placeholder, or a functor the kernel file already has. `supports`: the groups it can serve;
+    `defaults`: the groups to register when no OpInfo says what MPS tests."""
+
+    source: str
+    supports: tuple[str, ...]
+    defaults: tuple[str, ...]
+    describe: str
+    template: str = ""
+
+
+def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
+              dtypes: tuple[str, ...] | None) -> Body:
+    """The body for `name`'s functor: --expr, else the catalog's (looked up by functor then op name),
+    else a placeholder that stops the build until it is written."""
+
+    operands = operands_for(arity, alpha)
+    if expr is not None:
+        validate_expr(expr, operands)
+        groups = effective_groups(dtypes or ("float",))
+        return Body("expr", groups, groups, "the --expr body")
+
+    entry = lookup(name) or lookup(op)
+    if entry is not None and not alpha:
+        if entry.arity != arity:
+            raise MpsgenError(
+                f"the catalog's {entry.op} functor is {ARITY_WORDS[entry.arity]}, but {op} has {arity} tensor inputs",
+                hint="pass --expr to write the body",
+            )
+        if dtypes is not None:
+            check_supported(entry, effective_groups(dtypes))
+        return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name)
+    groups = effective_groups(dtypes) if dtypes else tuple(GROUPS)
+    return Body("placeholder", groups, ("float",), "the placeholder body")
+
+
+def render_functor(templates: Templates, body: Body, *, name: str, arity: int, alpha: bool,
+                   expr: str | None, groups: tuple[str, ...],
+                   namespaces: NamespacePrefixes | None = None, c10_functions: frozenset[str] = frozenset()) -> FunctorChoice:
+    """The functor text for `body`, with an overload for each of `groups`, spelled with the kernel
+    file's namespace prefixes; `c10_functions`: the checkout's `c10::metal` functions
+    (`mpsgen.read.c10lib`), which catalog bodies call instead of local helpers."""
+    groups = effective_groups(groups)
+    operands = operands_for(arity, alpha)
+    spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
+    if body.source == "expr":
+        text = templates.render("functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
+                                groups=groups, **spelling)
+    elif body.source == "catalog":
+        text = templates.render(body.template, name=name, groups=groups, **spelling)
+    else:
+        text = templates.render(
+            "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
+            groups=groups, arity_word=ARITY_WORDS[arity], **spelling,
+        )
+    return FunctorChoice(body.source, text, groups)
+
+
+def fallback_notes(body, functions: frozenset[str]) -> tuple:
+    """A note for a catalog body that keeps a local helper because the checkout's c10/metal lacks
+    a function it would call (its catalog entry's `c10` list)."""
+
+    if body.source != "catalog":
+        return ()
+    entry = next((e for e in load_catalog().values() if e.template_name == body.template), None)
+    missing = [name for name in (entry.c10 if entry else ()) if name not in functions]
+    if not missing:
+        return ()
+    names = ", ".join(f"c10::metal::{name}" for name in missing)
+    return (Note("info", f"{entry.op}_functor carries a local helper: this checkout's {C10_METAL_DIR} headers declare no {names}"),)

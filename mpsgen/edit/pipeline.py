@@ -1,0 +1,218 @@
+"""The one ordered pipeline `new-op` and `migrate` plan through.
+
+    facts (`mpsgen.facts.views`) -> resolve (`mpsgen.facts.resolve`: an OpSpec, or a refusal)
+      -> choose the kernel once (body, dtype groups by `mpsgen.facts.rules`, registrations)
+      -> each step plans its files: dispatch, kernel, host, tests[, legacy]
+      -> every FileChange applied to the Workspace in order -> Plan
+
+Every step has the same shape: it takes the step context and returns `FileChange`s (a file's new
+text, the `Change`s made, the `Note`s about what was left alone); a step that cannot plan raises
+`MpsgenError` with the location. Steps read the Workspace as the earlier steps left it, so a second
+op of one migration sees the first op's edits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from mpsgen.dtypes import torch_dtypes_for
+from mpsgen.edit.dispatch import plan_dispatch
+from mpsgen.edit.expectations import plan_expectations, test_names
+from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor
+from mpsgen.edit.host import plan_host
+from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
+from mpsgen.edit.legacy import plan_legacy
+from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
+from mpsgen.edit.templates import Templates
+from mpsgen.errors import MpsgenError
+from mpsgen.facts.resolve import OpSpec, Options
+from mpsgen.facts.rules import choose_groups
+from mpsgen.facts.views import Views
+from mpsgen.model import FileChange, Location, Note
+from mpsgen.read.c10lib import checkout_functions
+from mpsgen.read.checkout import NATIVE_FUNCTIONS
+from mpsgen.read.kernelfile import namespace_prefixes
+from mpsgen.read.metalhost.check import SKIPPED, DiagnosticContext, compile_metal_file
+from mpsgen.read.metalhost.owners import diagnostic_owners
+
+
+@dataclass(frozen=True)
+class StepContext:
+    views: Views
+    templates: Templates
+    spec: OpSpec
+    options: Options
+    kernel: KernelChoice
+
+    def read(self, rel: str) -> str:
+        return self.views.ws.read(rel)
+
+
+Step = Callable[[StepContext], Iterable[FileChange]]
+
+
+def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Options) -> KernelChoice:
+    """The functor body, its dtype groups (the tested dtypes the body serves, never fewer than the
+    tests expect to work: `mpsgen.facts.rules.choose_groups`) and its registrations."""
+    if spec.params is not None:
+
+        return choose_params_kernel(views, templates, spec, options)
+
+    kernel = views.kernel(spec.kernel_file)
+    existing = spec.functor in kernel.functors and options.dtypes is None and options.expr is None
+    if existing:
+        # an existing functor is reused as it is registered (as upstream did for conj_physical)
+        registered = kernel.registered.get(spec.functor)
+        groups = registered.groups if registered else ()
+        if not groups:
+            raise MpsgenError(
+                f"struct {spec.functor}_functor exists in {spec.kernel_file} but is registered for no dtype",
+                location=Location(spec.kernel_file, kernel.functor_line(views.ws.read(spec.kernel_file), spec.functor)),
+                hint="pass --dtypes to choose the dtype groups to register",
+            )
+        body = Body("existing", groups, groups, f"the existing {spec.functor}_functor")
+    else:
+        body = find_body(op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
+                         expr=options.expr, dtypes=options.dtypes)
+    groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
+                           explicit=groups if existing else options.dtypes, body=body.describe,
+                           minimal=body.source == "placeholder")
+    if existing:
+        return KernelChoice("existing", "", (), torch_dtypes_for(groups))
+
+    c10_functions = checkout_functions(views.ws)
+    choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
+                            expr=options.expr, groups=groups,
+                            namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)), c10_functions=c10_functions)
+    macros = kernel.file.own_macros | views.c10_register_macros()
+    registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
+    return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
+                        notes=fallback_notes(body, c10_functions))
+
+
+# ------------------------------------------------------------------------------------------ steps
+
+
+def dispatch_step(c: StepContext) -> Iterable[FileChange]:
+    """native_functions.yaml: MPS joins the shared lines; (migrate) the `MPS: x_mps` lines go."""
+
+    yield plan_dispatch(c.read(NATIVE_FUNCTIONS), c.spec)
+
+
+def kernel_step(c: StepContext) -> Iterable[FileChange]:
+    """The .metal file (and a params kernel's struct in its header): functor and registrations."""
+
+    spec, kernel = c.spec, c.kernel
+    if kernel.params is not None:
+
+        yield plan_header(c.views.ws, c.templates, kernel.params)
+        yield plan_include(c.read(spec.kernel_file), spec.kernel_file, kernel.params.include)
+    change = plan_kernel(c.read(spec.kernel_file), spec.kernel_file, spec.functor, kernel.text,
+                         list(kernel.registrations), kernel.registration_macro,
+                         functors=c.views.kernel(spec.kernel_file).functors,
+                         reading=c.views.kernel(spec.kernel_file).reading)
+    notes = change.notes + kernel.notes
+    if kernel.source == "placeholder" and kernel.text and any(c.kind == "functor" for c in change.changes):
+        # (an existing functor registered for new dtypes is kept as it is: nothing to fill in)
+        struct = change.text.find(f"struct {spec.functor}_functor {{")
+        line = change.text.count("\n", 0, change.text.find("#error", struct)) + 1
+        notes += (Note("todo", f"fill in the body of {spec.functor}_functor (the #error stops the build there until you do)",
+                       Location(spec.kernel_file, line)),)
+    yield replace(change, notes=notes)
+
+
+def host_step(c: StepContext) -> Iterable[FileChange]:
+    """The operations/*.mm file: the kernel function and REGISTER_DISPATCH."""
+
+    spec, kernel = c.spec, c.kernel
+    if kernel.params is not None:
+
+        yield plan_include(c.read(spec.host_file), spec.host_file, kernel.params.include)
+        yield plan_include(c.read(spec.host_file), spec.host_file, "fmt/format.h")
+    yield plan_host(
+        c.read(spec.host_file), c.templates, spec.host_file, stub=spec.stub.name, functor=spec.functor,
+        arity=kernel.params.arity if kernel.params is not None else spec.arity, alpha=spec.alpha,
+        iterator_type=spec.iterator_type, kernel_stem=spec.kernel_file.rsplit("/", 1)[-1].removesuffix(".metal"),
+        registered=c.views.registrations(spec.stub.name), params=kernel.params,
+    )
+
+
+def tests_step(c: StepContext) -> Iterable[FileChange]:
+    """The OpInfo decorators and common_mps.py lists, by `mpsgen.facts.rules`."""
+
+    yield from plan_expectations(c.views, c.spec.facts, c.kernel.registered, drop_undefined=c.options.drop_undefined)
+
+
+def legacy_step(c: StepContext) -> Iterable[FileChange]:
+    """(migrate) the MPSGraph implementation and what it leaves unused."""
+
+    if c.spec.legacy:
+        yield from plan_legacy(c.views, c.spec, c.options.legacy_files)
+
+
+NEW_OP_STEPS: tuple[tuple[str, Step], ...] = (
+    ("dispatch", dispatch_step),
+    ("kernel", kernel_step),
+    ("host", host_step),
+    ("tests", tests_step),
+)
+MIGRATE_STEPS: tuple[tuple[str, Step], ...] = NEW_OP_STEPS + (("legacy", legacy_step),)
+
+
+def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
+            steps: tuple[tuple[str, Step], ...]) -> None:
+    """Plan one op into the Workspace: every step in order, each step's FileChanges applied before
+    the next step reads. An op that is already native Metal gets a note and no edit."""
+
+    ws = views.ws
+    facts = spec.facts
+    if facts.native and facts.registrations and options.dtypes is None and options.expr is None:
+        reg = facts.registrations[0]
+        ws.add_note(Note("info", f"{spec.op} is already native Metal ({spec.stub.name} -> {reg.function})", reg.location))
+        return
+    context = StepContext(views, templates, spec, options, choose_kernel(views, templates, spec, options))
+    for name, step in steps:
+        for change in step(context):
+            ws.apply(change)
+        if name == "kernel" and options.expr is not None and context.kernel.text:
+            check_expr(views, spec, options.expr)
+    ws.add_step("build: cd build && ninja torch_cpu")
+    for test in test_names(facts) or (f"test_output_match_{spec.op}",):
+        ws.add_step(f"test: python test/test_mps.py -k {test}")
+
+
+def check_expr(views: Views, spec: OpSpec, expr: str) -> None:
+    """`--expr` compiled before anything is written: the kernel file as planned (the rendered
+    functor and its registrations, which instantiate it for every dtype group it registers) with
+    the host compiler, mpsgen's Metal prelude and the checkout's own headers. An error in the new
+    functor's code is exit 2 naming the expression and the compiler's message; errors elsewhere
+    in the file are verify's business. Without a compiler, a note says the expression was not
+    checked."""
+
+    rel = spec.kernel_file
+    # with the headers as planned too (a params kernel's struct is added to its header)
+    result = compile_metal_file(views.checkout.root, rel, text=views.ws.read(rel), texts=views.ws.planned_texts())
+    if result.status == SKIPPED:
+        views.ws.add_note(Note("info", f"--expr {expr!r} was not compiled before writing: {result.reason}"))
+        return
+    owners = views.code_owners(rel)
+    contexts = result.contexts or (DiagnosticContext(),) * len(result.diagnostics)
+    mine = [(where, message) for (where, message), context in zip(result.diagnostics, contexts)
+            if spec.functor in diagnostic_owners(context.lines, owners, context.functors)]
+    if mine:
+        where, message = mine[0]
+        more = f" (+{len(mine) - 1} more)" if len(mine) > 1 else ""
+        raise MpsgenError(f"--expr {expr!r} does not compile in {spec.functor}_functor: {message}{more}",
+                          location=where, hint="fix the expression; nothing was written")
+
+
+def check_single_registration(views: Views, spec: OpSpec) -> None:
+    found = views.registrations(spec.stub.name)
+    if len(found) != 1:
+        where = ", ".join(str(r.location) for r in found) or "nowhere"
+        raise MpsgenError(
+            f"{spec.stub.name} would be registered for MPS {len(found)} times ({where})",
+            location=found[1].location if len(found) > 1 else spec.stub.location,
+            hint="a stub takes exactly one REGISTER_DISPATCH per device; remove the duplicate",
+        )

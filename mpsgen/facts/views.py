@@ -1,0 +1,782 @@
+"""What an operator is, worked out once: the one place that classifies an op.
+
+`Views` holds the parsed views of a Workspace's texts (native_functions.yaml, stub headers, kernel
+files, host files, common_mps.py, the OpInfo files), each computed once per text: when a command
+edits a file in the Workspace, the next read of that view parses the new text. `read_op` builds an
+op's `OpFacts` from them: its yaml entries and dispatch lines, the stub and its signature, the MPS
+registration and host function, the functor and the dtypes it is registered for, its OpInfos, the
+dtypes MPS tests and the xfail entries that declare some of them failing.
+
+`new-op`, `migrate`, `verify` and `scan` all read ops through here; the refusals of the generating
+commands live in `mpsgen.facts.resolve`, the dtype and test-list rules in `mpsgen.facts.rules`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpsgen.dtypes import GROUPS
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Location
+from mpsgen.read.cache import cached_index
+from mpsgen.read.checkout import (
+    C10_METAL_DIR,
+    COMMON_METHODS,
+    COMMON_MPS,
+    KERNELS_DIR,
+    MPS_DIR,
+    NATIVE_DIR,
+    NATIVE_FUNCTIONS,
+    OPERATIONS_DIR,
+    Texts,
+)
+from mpsgen.read.cpp import mask_code, match_brace, split_top_level
+from mpsgen.read.cpuread import UNKNOWN, CpuOutput, function_kind, read_cpu_file
+from mpsgen.read.kernelfile import KernelFile, read_kernel_file
+from mpsgen.read.metalhost.check import compile_metal_file
+from mpsgen.read.metalhost.owners import code_owners
+from mpsgen.read.metalread import KernelReading, read_kernel
+from mpsgen.read.nfyaml import DispatchLine, NativeFunctions, YamlEntry
+from mpsgen.read.opinfo import find_opinfos, names_index, scan_calls
+from mpsgen.read.stubs import Stub, find_stub, read_stubs, split_params
+from mpsgen.read.testlists import complex_set_keys, declared_dtypes, parse_testlists
+from mpsgen.textedit import LineIndex
+
+OPINFO_DEFINITIONS = "torch/testing/_internal/opinfo/definitions"
+
+# Metal type in a REGISTER_* line -> the torch dtype it serves.
+METAL_TO_TORCH = {
+    "float": "float32",
+    "half": "float16",
+    "bfloat": "bfloat16",
+    "long": "int64",
+    "int": "int32",
+    "short": "int16",
+    "uchar": "uint8",
+    "char": "int8",
+    "bool": "bool",
+    "float2": "complex64",
+    "half2": "complex32",
+}
+_FLOAT_METAL = frozenset({"float", "half", "bfloat"})
+_INT_METAL = frozenset({"long", "int", "short", "uchar", "char"})
+_COMPLEX_METAL = frozenset({"float2", "half2"})
+
+
+# ------------------------------------------------------------------------------- dispatch lines
+
+
+@dataclass(frozen=True)
+class DispatchSite:
+    """One dispatch line of one yaml entry."""
+
+    entry: YamlEntry
+    line: DispatchLine
+
+
+def is_shared_line(line: DispatchLine) -> bool:
+    """`CPU, CUDA[, MPS, ...]: x`: a kernel shared by devices through a stub."""
+    return "CPU" in line.keys and "CUDA" in line.keys
+
+
+def is_legacy_line(line: DispatchLine) -> bool:
+    """`MPS: x_mps`: a separate MPS kernel."""
+    return line.keys == ("MPS",)
+
+
+def is_mps_only(line: DispatchLine) -> bool:
+    """MPS without CPU/CUDA on the line (`MPS: x`, `MPS, MTIA: x`)."""
+    return "MPS" in line.keys and not ({"CPU", "CUDA"} & set(line.keys))
+
+
+def stub_candidates(op: str, shared: tuple[DispatchSite, ...]) -> list[str]:
+    """Where to look for an op's stub, in order: <op>_stub, the shared kernel's stem, and without
+    a `special_` prefix (special_laguerre_polynomial_l -> laguerre_polynomial_l_stub)."""
+    names = [f"{op}_stub"]
+    for site in shared:
+        stem = re.sub(r"(_out|_Tensor|_Scalar)+$", "", site.line.kernel)
+        names.append(f"{stem}_stub")
+    if op.startswith("special_"):
+        names.append(f"{op[len('special_'):]}_stub")
+    return list(dict.fromkeys(names))
+
+
+def functor_name_of_stub(stub_name: str) -> str:
+    """The functor a generated kernel for `stub_name` is named after (unique per stub, so overloads
+    of one op that use different stubs get different functors)."""
+    return stub_name[: -len("_stub")] if stub_name.endswith("_stub") else stub_name
+
+
+# ------------------------------------------------------------------------------------ host files
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A REGISTER_DISPATCH of a stub for MPS: directly, or through a file's helper macro
+    (`function` is then `MACRO(name)`)."""
+
+    stub: str
+    function: str
+    location: Location
+
+
+@dataclass(frozen=True)
+class HostFunction:
+    """The function an MPS registration names, as defined in its host file."""
+
+    name: str
+    params: tuple[str, ...]
+    location: Location
+    body: str  # raw text of the body (or of the helper macro)
+    body_line: int
+    kernel: str | None  # the name passed to lib.exec_*_kernel
+    kernel_line: int
+
+
+_REGISTER_DISPATCH = re.compile(r"^[ \t]*REGISTER_DISPATCH\s*\(\s*(\w+)\s*,\s*&?\s*(\w+)\s*\)(\s*;)?[ \t]*\r?$", re.M)
+_HELPER_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+_DISPATCH)\((\w+)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+_EXEC = re.compile(r"\bexec_\w+_kernel\w*\s*\(\s*[\w.]+\s*,\s*\"(\w+)\"")
+
+
+def helper_macros(text: str) -> list[tuple[str, str, str]]:
+    """A file's one-line registration helpers: `#define REGISTER_X_DISPATCH(NAME) ...
+    exec_..._kernel(iter, #NAME) ... REGISTER_DISPATCH(NAME##_stub, ...)` as (macro, param, body)."""
+    out = []
+    for match in _HELPER_MACRO.finditer(text):
+        body = match.group(3)
+        param = match.group(2)
+        if f"{param}##_stub" in body.replace(" ", "") and f"#{param}" in body:
+            out.append((match.group(1), param, body))
+    return out
+
+
+@dataclass(frozen=True)
+class HostView:
+    """One operations/*.mm file: its masked text and MPS registrations."""
+
+    path: str
+    text: str
+    masked: str
+    registrations: tuple[Registration, ...]
+    helpers: tuple[tuple[str, str, str], ...]
+
+    @classmethod
+    def read(cls, text: str, path: str) -> HostView:
+        masked = mask_code(text)
+        regs = []
+        for match in _REGISTER_DISPATCH.finditer(masked):
+            if match.start() > 0 and masked[: match.start() - 1].rstrip("\r").endswith("\\"):
+                continue  # inside a #define body
+            line = masked.count("\n", 0, match.start()) + 1
+            regs.append(Registration(match.group(1), match.group(2), Location(path, line)))
+        helpers = tuple(helper_macros(text))
+        for macro, _param, _body in helpers:
+            for m in re.finditer(rf"^{macro}\((\w+)\)\s*;?[ \t]*\r?$", masked, re.M):
+                line = masked.count("\n", 0, m.end()) + 1
+                regs.append(Registration(f"{m.group(1)}_stub", f"{macro}({m.group(1)})", Location(path, line)))
+        return cls(path, text, masked, tuple(regs), helpers)
+
+    def direct_registrations(self) -> list[Registration]:
+        return [r for r in self.registrations if "(" not in r.function]
+
+    def function(self, registration: Registration) -> HostFunction | None:
+        """The function `registration` names, read from this file."""
+
+        helper = re.fullmatch(r"(\w+)\((\w+)\)", registration.function)
+        if helper:
+            macro, name = helper.groups()
+            for macro_name, param, body in self.helpers:
+                if macro_name != macro:
+                    continue
+                signature = re.search(rf"{param}\s*##\s*\w*\s*\(([^)]*)\)", body)
+                params = split_params(_strip_defaults(signature.group(1))) if signature else ()
+                kernel = name if re.search(rf"exec_\w+_kernel\w*\s*\(\s*\w+\s*,\s*#{param}\b", body) else None
+                line = registration.location.line
+                return HostFunction(registration.function, params, registration.location, body, line, kernel, line)
+            return None
+        for match in re.finditer(rf"\b{re.escape(registration.function)}\s*\(", self.masked):
+            paren = match.end() - 1
+            close = match_brace(self.masked, paren)
+            if close < 0:
+                continue
+            if not self.masked[close + 1 :].lstrip().startswith("{"):
+                continue  # a call or a declaration
+            brace = self.masked.index("{", close)
+            end = match_brace(self.masked, brace)
+            params = split_params(_strip_defaults(self.masked[paren + 1 : close]))
+            body = self.text[brace : end + 1 if end >= 0 else len(self.text)]
+            body_line = self.masked.count("\n", 0, brace) + 1
+            call = _EXEC.search(body)
+            kernel_line = body_line + body.count("\n", 0, call.start()) if call else body_line
+            location = Location(self.path, self.masked.count("\n", 0, match.start()) + 1)
+            return HostFunction(registration.function, params, location, body, body_line,
+                                call.group(1) if call else None, kernel_line)
+        return None
+
+
+def _strip_defaults(params: str) -> str:
+    return ",".join(part.split("=", 1)[0] for part in split_top_level(params, "(<[", ")>]"))
+
+
+# ---------------------------------------------------------------------------------- kernel files
+
+
+@dataclass(frozen=True)
+class Registered:
+    """The (input, output) Metal types a functor is registered for, and its first REGISTER_* line."""
+
+    pairs: frozenset[tuple[str, str]]
+    line: int
+
+    @property
+    def dtypes(self) -> frozenset[str]:
+        return frozenset(METAL_TO_TORCH[i] for i, _ in self.pairs if i in METAL_TO_TORCH)
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        return groups_of_pairs(self.pairs)
+
+
+def groups_of_pairs(pairs) -> tuple[str, ...]:
+    """The dtype groups (`mpsgen.dtypes.GROUPS`) that (input, output) type pairs amount to."""
+
+    found = set()
+    for in_type, out_type in pairs:
+        if in_type in _FLOAT_METAL:
+            found.add("float")
+        elif in_type in _COMPLEX_METAL:
+            found.add("complex")
+        elif in_type in _INT_METAL or in_type == "bool":
+            if out_type in _FLOAT_METAL:
+                found.add("int2float")
+            elif in_type == "bool" and out_type == "bool" and not any(i in _INT_METAL for i, _ in pairs):
+                found.add("bool")
+            else:
+                found.add("integer")
+    return tuple(g for g in GROUPS if g in found)
+
+
+def registered_of(reading) -> dict[str, Registered]:
+    """functor name -> what it is registered for: the (input, output) types of the kernels the
+    preprocessed file instantiates (`mpsgen.read.metalread.KernelReading`), and the kernel-file line of
+    its first registration."""
+    found: dict[str, tuple[set, int]] = {}
+    for reg in reading.registrations:
+        entry = found.setdefault(reg.functor, (set(), reg.line))
+        entry[0].add((reg.input, reg.output))
+    return {name: Registered(frozenset(pairs), line) for name, (pairs, line) in found.items()}
+
+
+@dataclass(frozen=True)
+class KernelView:
+    """One kernels/*.metal file: its literal text read for editing (`mpsgen.read.kernelfile.KernelFile`), and
+    what the compiler sees of it (`mpsgen.read.metalread.KernelReading`): every functor however written,
+    with its span in the file, and what each functor is registered for."""
+
+    path: str
+    file: KernelFile
+    reading: KernelReading
+    functors: dict[str, tuple[int, int]]  # name -> (start, end) offsets of its definition as written
+    registered: dict[str, Registered]
+
+    def functor_line(self, text: str, name: str) -> int:
+        return text.count("\n", 0, self.functors[name][0]) + 1
+
+    def functor_macro(self, name: str) -> str:
+        """The macro that writes `name`'s functor ("" when written literally)."""
+        functor = self.reading.functors.get(name)
+        return functor.macro if functor is not None else ""
+
+
+def functor_spans(text: str, masked: str, literal: dict, reading) -> dict[str, tuple[int, int]]:
+    """Every functor's (start, end) offsets: a literal struct's from `literal`; one written by a
+    macro, the macro call (from the start of its line to the end of its line, or of the statement
+    when it spans lines)."""
+
+    spans = dict(literal)
+    index = None
+    for name, functor in reading.functors.items():
+        if name in spans or functor.line <= 0:
+            continue
+        index = index or LineIndex(text)
+        start = index.start_of(functor.line)
+        stop = masked.find(";", start)
+        line_end = masked.find("\n", start)
+        end = max(stop, line_end) if 0 <= stop else line_end
+        end = masked.find("\n", end) if end >= 0 else -1
+        spans[name] = (start, len(text) if end < 0 else end + 1)
+    return spans
+
+
+# ------------------------------------------------------------------------------------------ views
+
+
+class Views:
+    """Parsed views of a Workspace's texts, each built once per text (a view is rebuilt when the
+    Workspace holds a new text for its file)."""
+
+    def __init__(self, ws: Texts, *, disk_cache: bool = False):
+        self.ws = ws
+        self.checkout = ws.checkout
+        # the OpInfo index may be kept in the user cache directory (mpsgen.read.cache; new-op and migrate)
+        self.disk_cache = disk_cache
+        self._cache: dict[tuple[str, str], tuple[str, Any]] = {}
+        self._fixed: dict[str, Any] = {}
+
+    def lend(self, other: Views) -> None:
+        """Start from what `other` (Views of the same checkout) has already built: a view is used
+        only while this Workspace holds the very text it was built from."""
+        self._cache.update(other._cache)
+        self._fixed.update(other._fixed)
+
+    def keep_unedited(self, other: Views) -> None:
+        """Take over the views `other` built from texts this Workspace holds too (unedited files)."""
+        for (kind, rel), (text, value) in other._cache.items():
+            if (kind, rel) in self._cache or not self.checkout.exists(rel):
+                continue
+            try:
+                if self.ws.read(rel) is text:
+                    self._cache[(kind, rel)] = (text, value)
+            except Exception:  # an unreadable file: nothing to take over
+                continue
+
+    def view(self, kind: str, rel: str, build: Callable[[str], Any]) -> Any:
+        text = self.ws.read(rel)
+        hit = self._cache.get((kind, rel))
+        if hit is not None and hit[0] is text:
+            return hit[1]
+        value = build(text)
+        self._cache[(kind, rel)] = (text, value)
+        return value
+
+    def _once(self, name: str, build: Callable[[], Any]) -> Any:
+        if name not in self._fixed:
+            self._fixed[name] = build()
+        return self._fixed[name]
+
+    # -- yaml and stubs
+    @property
+    def native_functions(self) -> NativeFunctions:
+        return self.view("yaml", NATIVE_FUNCTIONS, lambda text: NativeFunctions(text, NATIVE_FUNCTIONS))
+
+    def stub(self, name: str):
+        """The declared stub `name`, or None. Headers are read lazily (only those naming it)."""
+
+        if "stubs" in self._fixed:
+            return self._fixed["stubs"].get(name)
+        cache = self._once("stub-lookups", dict)
+        if name not in cache:
+            cache[name] = find_stub(self.checkout, [name])
+        return cache[name]
+
+    def all_stubs(self) -> dict:
+
+        return self._once("stubs", lambda: read_stubs(self.checkout))
+
+    @property
+    def ternary_takes_alpha(self) -> bool:
+        """Whether this checkout's MetalShaderLibrary::exec_ternary_kernel accepts a Scalar."""
+
+        def probe() -> bool:
+            rel = f"{MPS_DIR}/MetalShaderLibrary.h"
+            if not self.checkout.exists(rel):
+                return False
+            match = re.search(r"exec_ternary_kernel\s*\(([^;]*)\)\s*;", self.checkout.read(rel))
+            return bool(match and "Scalar" in match.group(1))
+
+        return self._once("ternary-alpha", probe)
+
+    # -- host files
+    def host_files(self) -> list[str]:
+        return self._once("host-files", lambda: self.checkout.glob(OPERATIONS_DIR, "*.mm"))
+
+    def host(self, rel: str) -> HostView:
+        return self.view("host", rel, lambda text: HostView.read(text, rel))
+
+    def registrations(self, stub: str) -> list[Registration]:
+        """Every MPS registration of `stub` in operations/*.mm (direct or through a helper macro)."""
+        out = []
+        for rel in self.host_files():
+            if functor_name_of_stub(stub) not in self.ws.read(rel):
+                continue
+            out.extend(r for r in self.host(rel).registrations if r.stub == stub)
+        return out
+
+    def registered_stub_names(self) -> set[str]:
+        return {r.stub for rel in self.host_files() for r in self.host(rel).registrations}
+
+    def masked(self, rel: str) -> str:
+        return self.view("masked", rel, mask_code)
+
+    # -- kernel files
+    def kernel_files(self) -> list[str]:
+        return self._once("kernel-files", lambda: self.checkout.glob(KERNELS_DIR, "*.metal"))
+
+    def kernel(self, rel: str) -> KernelView:
+
+        def build(text: str) -> KernelView:
+            masked = self.masked(rel)
+            literal = read_kernel_file(text, rel, masked, strict=False)
+            reading = read_kernel(text, rel, self.header_text)
+            return KernelView(rel, literal, reading, functor_spans(text, masked, literal.functors, reading),
+                              registered_of(reading))
+
+        return self.view("kernel", rel, build)
+
+    def header_text(self, rel: str) -> str | None:
+        """A header's text as the Workspace holds it, None when the checkout has none."""
+        return self.ws.read(rel) if self.ws.exists(rel) else None
+
+    def metal_compile(self, rel: str):
+        """The host compiler's verdict on a .metal file as it stands in the Workspace
+        (`mpsgen.read.metalhost.check.compile_metal_file`): one compile per text per run."""
+
+        return self.view("metal-compile", rel, lambda text: compile_metal_file(self.checkout.root, rel, text=text))
+
+    def prefetch_metal_compile(self, rels: list[str]) -> None:
+        """Compile several .metal files at once (threads waiting on one host compiler each, as many
+        as there are cores), so that `metal_compile` finds them done."""
+        from concurrent.futures import ThreadPoolExecutor
+
+
+        todo = [(rel, self.ws.read(rel)) for rel in rels if self._cache.get(("metal-compile", rel), (None,))[0] is not self.ws.read(rel)]
+        if len(todo) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+            done = list(pool.map(lambda item: compile_metal_file(self.checkout.root, item[0], text=item[1]), todo))
+        for (rel, text), result in zip(todo, done):
+            self._cache[("metal-compile", rel)] = (text, result)
+
+    def code_owners(self, rel: str):
+        """The line ranges of a .metal file that are each functor's own code
+        (`mpsgen.read.metalhost.owners.code_owners`): how metal-compile attributes a diagnostic."""
+
+        return self.view("code-owners", rel, lambda text: code_owners(text, rel, self.masked(rel)))
+
+    def c10_register_macros(self) -> frozenset[str]:
+        def build() -> frozenset[str]:
+            names: set[str] = set()
+            for rel in self.checkout.glob(C10_METAL_DIR, "*.h"):
+                names.update(re.findall(r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+)\(", self.checkout.read(rel), re.M))
+            return frozenset(names)
+
+        return self._once("c10-macros", build)
+
+    # -- tests
+    def testlists_parse(self):
+        """common_mps.py parsed once (`mpsgen.read.testlists.parse_testlists`)."""
+
+        return self.view("testlists", COMMON_MPS, lambda text: parse_testlists(text, COMMON_MPS))
+
+    def declared_dtypes(self, keys) -> tuple:
+        """`mpsgen.read.testlists.declared_dtypes` of `keys` in common_mps.py: (section, key, dtypes)."""
+
+        if not self.ws.exists(COMMON_MPS):
+            return ()
+        return declared_dtypes(self.testlists_parse(), frozenset(keys))
+
+    def complex_keys(self) -> frozenset[str]:
+
+        if not self.ws.exists(COMMON_MPS):
+            return frozenset()
+        return self.view("complex", COMMON_MPS, lambda text: complex_set_keys(self.testlists_parse()))
+
+    def opinfo_files(self) -> list[str]:
+        def build() -> list[str]:
+            files = [COMMON_METHODS] + self.checkout.glob(OPINFO_DEFINITIONS, "*.py")
+            return [rel for rel in files if self.ws.exists(rel)]
+
+        return self._once("opinfo-files", build)
+
+    def opinfo_index(self, rel: str) -> dict:
+
+        def build(text: str) -> dict:
+            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
+            on_disk = self.checkout.root if self.disk_cache and unedited else None
+            return cached_index(on_disk, rel, text, "opinfo-calls", lambda: scan_calls(text))
+
+        return self.view("opinfo-index", rel, build)
+
+    def lines(self, rel: str):
+
+        return self.view("lines", rel, LineIndex)
+
+    def opinfo_by_name(self, rel: str) -> dict[str, list[int]]:
+        """`mpsgen.read.opinfo.names_index` of an OpInfo file (which calls each op name matches)."""
+
+        return self.view("opinfo-by-name", rel, lambda text: names_index(self.opinfo_index(rel)))
+
+    def opinfo_names(self, rel: str) -> frozenset[str]:
+        """Every op name an OpInfo file can match: its calls' names (see `opinfo_by_name`) and the
+        values of their name keywords."""
+
+        def build(text: str) -> frozenset[str]:
+            keywords = {value for _, _, value in self.opinfo_index(rel)["keywords"]}
+            return frozenset(self.opinfo_by_name(rel)) | keywords
+
+        return self.view("opinfo-names", rel, build)
+
+    def opinfos(self, op: str) -> tuple[tuple[str, tuple], ...]:
+        """(file, OpInfoRefs) for every OpInfo file holding an OpInfo or python ref testing `op`."""
+
+        found = []
+        for rel in self.opinfo_files():
+            if op not in self.opinfo_names(rel):
+                continue
+            text = self.ws.read(rel)
+            try:
+                refs = find_opinfos(text, rel, op, frozenset({op}), index=self.opinfo_index(rel), lines=self.lines(rel),
+                                    by_name=self.opinfo_by_name(rel))
+            except MpsgenError:
+                continue
+            if refs:
+                found.append((rel, refs))
+        return tuple(found)
+
+
+# ------------------------------------------------------------------------------------------ facts
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    """Everything mpsgen knows of one op in the current (Workspace) state of the checkout."""
+
+    op: str
+    entries: tuple[YamlEntry, ...]
+    shared: tuple[DispatchSite, ...]  # `CPU, CUDA[, MPS]: x` lines
+    legacy: tuple[DispatchSite, ...]  # `MPS: x_mps` lines
+    stub: Stub | None
+    stub_problem: str  # why no stub was found ("" when found)
+    stub_looked_for: tuple[str, ...]
+    registrations: tuple[Registration, ...]  # the stub's MPS registrations
+    host: HostFunction | None  # the function of the single registration
+    functor: str  # the functor name (without `_functor`): the host's kernel name, else the stub's
+    kernel_files: tuple[str, ...]  # .metal files defining `<functor>_functor`
+    registered: Registered | None  # what the functor is registered for (all kernel files)
+    unreadable: tuple[tuple[str, MpsgenError], ...]  # kernel files that could not be read
+    opinfos: tuple[tuple[str, tuple], ...]  # (file, OpInfoRefs)
+    # what the CPU implementation gives for integer inputs (mpsgen.read.cpuread), read when first asked
+    cpu_reader: Callable[[], CpuOutput] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def cpu_output(self) -> CpuOutput:
+        """`mpsgen.read.cpuread.CpuOutput`: int2float / same / unknown (with why), from the checkout's
+        `aten/src/ATen/native/*.cpp`; read on first use (only the dtype rules ask)."""
+
+        if self.cpu_reader is None:
+            return CpuOutput(UNKNOWN, why="not read")
+        if "_cpu" not in self.__dict__:
+            object.__setattr__(self, "_cpu", self.cpu_reader())
+        return self.__dict__["_cpu"]
+
+    @property
+    def backward(self) -> bool:
+        return self.op.endswith("_backward")
+
+    @property
+    def mps_on_shared(self) -> bool:
+        """At least one shared line names MPS."""
+        return any("MPS" in site.line.keys for site in self.shared)
+
+    @property
+    def native(self) -> bool:
+        """Served on MPS through the stub only: MPS on every shared line, no separate MPS line."""
+        return bool(self.shared) and not self.legacy and all("MPS" in s.line.keys for s in self.shared)
+
+    @property
+    def legacy_kernels(self) -> frozenset[str]:
+        return frozenset(site.line.kernel for site in self.legacy)
+
+    @property
+    def header_symbols(self) -> frozenset[str]:
+        return frozenset(line.kernel for entry in self.entries for line in entry.dispatch)
+
+    @property
+    def refs(self) -> tuple:
+        return tuple(ref for _, refs in self.opinfos for ref in refs)
+
+    @property
+    def registered_dtypes(self) -> frozenset[str]:
+        return self.registered.dtypes if self.registered else frozenset()
+
+    @property
+    def registered_groups(self) -> tuple[str, ...]:
+        return self.registered.groups if self.registered else ()
+
+
+def filter_overloads(entries: tuple[YamlEntry, ...], overloads: tuple[str, ...]) -> tuple[YamlEntry, ...]:
+    """The entries named by `--overload` (and those delegating to them)."""
+    if not overloads:
+        return entries
+    wanted = {f"{entries[0].base}.{o}" if "." not in o else o for o in overloads}
+    picked = tuple(e for e in entries if e.name in wanted or (e.structured_delegate or "") in wanted)
+    if not picked:
+        names = ", ".join(e.overload or "(default)" for e in entries)
+        raise MpsgenError(
+            f"no entry of {entries[0].base} has overload {', '.join(overloads)}",
+            location=entries[0].location,
+            hint=f"its overloads are: {names}",
+        )
+    return picked
+
+
+def unknown_op(nf: NativeFunctions, op: str) -> MpsgenError:
+    import difflib
+
+    close = difflib.get_close_matches(op, nf.op_names, n=3, cutoff=0.6)
+    hint = f"did you mean: {', '.join(close)}?" if close else "give the operator's base name, e.g. atan2"
+    # where the closest name is (no place at all when nothing is close: line 1 would point nowhere)
+    entries = nf.op_entries(close[0]) if close else ()
+    location = entries[0].location if entries else None
+    return MpsgenError(f"no operator named {op!r} in native_functions.yaml", location=location, hint=hint)
+
+
+def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], override: str | None = None):
+    """(stub or None, why not, names looked for). Order: `--stub`; `<op>_stub`, the shared kernel's
+    stem, the name without `special_`; else the one stub registered for MPS whose name starts with
+    the op's (`lerp` -> `lerp_kernel_tensor_weight` once new-op registered it)."""
+    if override:
+        stub = views.stub(override)
+        return stub, ("" if stub else f"--stub {override}: no such DECLARE_DISPATCH in {NATIVE_DIR}/*.h"), (override,)
+    candidates = stub_candidates(op, shared) if shared else []
+    for name in candidates:
+        stub = views.stub(name)
+        if stub is not None:
+            return stub, "", tuple(candidates)
+    prefixes = (f"{op}_",) + ((f"{op[len('special_'):]}_",) if op.startswith("special_") else ())
+    registered = sorted(n for n in views.registered_stub_names() if n.startswith(prefixes) and n not in candidates)
+    declared = [stub for name in registered if (stub := views.stub(name)) is not None]
+    if len(declared) == 1:
+        return declared[0], "", tuple(candidates) + (declared[0].name,)
+    looked = ", ".join(candidates) or "nothing (no shared dispatch line)"
+    why = f"no dispatch stub found for {op} (looked for {looked} in {NATIVE_DIR}/*.h)"
+    if len(declared) > 1:
+        why += f"; several stubs named after it are registered for MPS: {', '.join(s.name for s in declared)}"
+    return None, why, tuple(candidates)
+
+
+def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[str, ...] = ()) -> OpFacts:
+    """The facts of `op` (an unknown op is bad input). `stub` and `overloads` are the user's
+    `--stub`/`--overload` choices."""
+    nf = views.native_functions
+    entries = nf.op_entries(op)
+    if not entries:
+        raise unknown_op(nf, op)
+    entries = filter_overloads(entries, overloads)
+    shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
+    legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
+    found, problem, looked = resolve_stub(views, op, shared, stub)
+    registrations: tuple[Registration, ...] = ()
+    host = None
+    functor = functor_name_of_stub(found.name) if found is not None else op
+    if found is not None:
+        registrations = tuple(views.registrations(found.name))
+        if len(registrations) == 1:
+            host = views.host(registrations[0].location.path).function(registrations[0])
+            if host is not None and host.kernel:
+                functor = host.kernel
+    kernel_files = []
+    unreadable = []
+    pairs: set = set()
+    line = 0
+    for rel in views.kernel_files():
+        if functor not in views.ws.read(rel):
+            continue  # neither the struct nor a macro call naming it
+        try:
+            kernel = views.kernel(rel)
+        except MpsgenError as exc:
+            unreadable.append((rel, exc))
+            continue
+        if functor in kernel.file.broken:  # the op's own functor cannot be read; another's is not its business
+            unreadable.append((rel, kernel.file.broken[functor]))
+            continue
+        if functor in kernel.functors:
+            kernel_files.append(rel)
+        if functor in kernel.registered:
+            pairs |= kernel.registered[functor].pairs
+            line = line or kernel.registered[functor].line
+    registered = Registered(frozenset(pairs), line) if kernel_files else None
+    return OpFacts(
+        op=op,
+        entries=entries,
+        shared=shared,
+        legacy=legacy,
+        stub=found,
+        stub_problem=problem,
+        stub_looked_for=looked,
+        registrations=registrations,
+        host=host,
+        functor=functor,
+        kernel_files=tuple(kernel_files),
+        registered=registered,
+        unreadable=tuple(unreadable),
+        opinfos=views.opinfos(op),
+        cpu_reader=lambda: cpu_output(views, op, entries),
+    )
+
+
+def all_native_ops(views: Views) -> tuple[str, ...]:
+    """Every op whose shared line serves MPS through a declared stub (ops with a separate `MPS:`
+    line left are migrate candidates, not native)."""
+    nf = views.native_functions
+    views.all_stubs()  # one read of every header: every op looks its stub up
+    found = []
+    for op in nf.op_names:
+        entries = nf.op_entries(op)
+        shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
+        if not any("MPS" in site.line.keys for site in shared):
+            continue
+        if any(is_legacy_line(line) for e in entries for line in e.dispatch):
+            continue
+        if resolve_stub(views, op, shared)[0] is not None:
+            found.append(op)
+    return tuple(found)
+
+
+def cpu_output(views: Views, op: str, entries: tuple[YamlEntry, ...]) -> CpuOutput:
+    """What the CPU implementation of `op` (its yaml `entries`) gives for integer inputs, from the
+    checkout's `aten/src/ATen/native/*.cpp` (each read by `mpsgen.read.cpuread`, once per text)."""
+    files = views.checkout.glob(NATIVE_DIR, "*.cpp")
+    if not files:
+        return CpuOutput(UNKNOWN, why=f"this checkout has no {NATIVE_DIR}/*.cpp (a wheel ships none): "
+                                      f"the CPU output dtype of {op} was not read")
+    structured = any(e.structured for e in entries)
+    if structured:
+        # the meta function is named after the functional entry (`TORCH_META_FUNC2` with its overload)
+        keys = {(e.base, e.overload) for e in entries if e.structured_delegate and not e.base.endswith("_")}
+        found = _cpu_definitions(views, files, {k[0] for k in keys}, lambda cpu: [(cpu.metas[k], k) for k in keys if k in cpu.metas])
+        what = "meta function"
+    else:
+        kernels = {line.kernel for e in entries for line in e.dispatch if "CPU" in line.keys}
+        found = _cpu_definitions(views, files, kernels, lambda cpu: [((function_kind(cpu, k), cpu.functions[k][0][1]), k)
+                                                          for k in sorted(kernels) if k in cpu.functions])
+        what = "CPU kernel"
+    if not found:
+        return CpuOutput(UNKNOWN, why=f"no {what} of {op} found in {NATIVE_DIR}/*.cpp")
+    if not any(kind for _, kind, _ in found):
+        rel, _, line = found[0]
+        return CpuOutput(UNKNOWN, Location(rel, line),
+                         f"the {what} of {op} builds its iterator with no unary/binary builder mpsgen reads "
+                         f"(e.g. a TensorIteratorConfig of its own)")
+    found = [(rel, kind, line) for rel, kind, line in found if kind]
+    kinds = {kind for _, kind, _ in found}
+    if len(kinds) > 1 or kinds == {UNKNOWN}:
+        rel, _, line = found[0]
+        return CpuOutput(UNKNOWN, Location(rel, line), f"the {what}s of {op} build its iterator in more than one way")
+    rel, kind, line = found[0]
+    return CpuOutput(kind, Location(rel, line))
+
+
+def _cpu_definitions(views: Views, files, names, pick) -> list[tuple[str, str, int]]:
+    out = []
+    for rel in files:
+        text = views.ws.read(rel)
+        if not any(name in text for name in names):
+            continue
+        cpu = views.view("cpu", rel, lambda t, rel=rel: read_cpu_file(t, rel))
+        out.extend((rel, kind, line) for (kind, line), _ in pick(cpu))
+    return out

@@ -1,0 +1,41 @@
+"""Which `c10::metal` functions a checkout's headers declare, so that functor bodies call them
+rather than carry a helper of their own (PyTorch's MPS review asks for the c10/metal lineage).
+
+Read from `c10/metal/*.h` as the Workspace holds them: the names of functions defined there
+(`inline float log1p(float x) {`, templates included). A catalog body lists the ones it calls
+when present (`c10 = ["log1p"]` in catalog.toml); without one, its template keeps a local helper
+and the plan says so in a note."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from mpsgen.read.checkout import Texts
+from mpsgen.read.cpp import mask_code
+
+C10_METAL_DIR = "c10/metal"
+# `inline <type> name(` (after any `template <...>`): a function defined at namespace scope
+_FUNCTION = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:constexpr[ \t]+)?inline[ \t]+[\w:<>, ]+?[ \t&*]+(\w+)[ \t]*\(", re.M)
+
+
+def declared_functions(texts) -> frozenset[str]:
+    """The function names the header texts define."""
+    return frozenset().union(*(_defined_in(text) for text in texts))
+
+
+@functools.lru_cache(maxsize=64)
+def _defined_in(text: str) -> frozenset[str]:
+    # one header text is read once per process (scan plans many candidates against the same headers)
+    return frozenset(m.group(1) for m in _FUNCTION.finditer(mask_code(text)))
+
+
+def checkout_functions(ws: Texts) -> frozenset[str]:
+    """The `c10::metal` functions of the checkout as `ws` holds it."""
+    root = ws.checkout.root / C10_METAL_DIR
+    if not root.is_dir():
+        return frozenset()
+    names = sorted(p.name for p in root.glob("*.h"))
+    return declared_functions(ws.read(f"{C10_METAL_DIR}/{name}") for name in names)
+
+

@@ -1,0 +1,140 @@
+"""A PyTorch checkout on disk, and `Texts`: what reading needs of it (the checkout as edited so far,
+`mpsgen.edit.workspace.Workspace`, is one)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Location
+
+NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
+NATIVE_DIR = "aten/src/ATen/native"
+MPS_DIR = "aten/src/ATen/native/mps"
+KERNELS_DIR = "aten/src/ATen/native/mps/kernels"
+OPERATIONS_DIR = "aten/src/ATen/native/mps/operations"
+C10_METAL_DIR = "c10/metal"
+COMMON_MPS = "torch/testing/_internal/common_mps.py"
+COMMON_METHODS = "torch/testing/_internal/common_methods_invocations.py"
+
+
+class Texts(Protocol):
+    """The texts of a checkout as the readers see them: on disk, or as a plan has edited them so far
+    (`mpsgen.edit.workspace.Workspace`). Readers and facts take this, never the Workspace itself."""
+
+    @property
+    def checkout(self) -> Checkout: ...
+
+    def read(self, rel: str) -> str: ...
+
+    def exists(self, rel: str) -> bool: ...
+
+
+class Checkout:
+    """The root of a PyTorch source tree. Reads are lazy and cached; the cache keys on the path only,
+    because one command reads each file once."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._texts: dict[str, str] = {}
+        self._globs: dict[tuple[str, str], list[str]] = {}
+
+    @classmethod
+    def find(cls, explicit: str | os.PathLike | None = None, start: Path | None = None) -> Checkout:
+        """The checkout at or above `explicit` (-C PATH: any directory inside a checkout, as `git -C`
+        takes), else at or above `start` (the CWD)."""
+        if explicit is not None:
+            root = Path(explicit).resolve()
+            if not root.is_dir():
+                raise MpsgenError(f"{explicit}: no such directory", hint="pass a PyTorch checkout to -C")
+            found = _checkout_root_at_or_above(root)
+            if found is not None:
+                return cls(found)
+            raise MpsgenError(
+                f"{explicit} is not inside a PyTorch checkout: no {NATIVE_FUNCTIONS} in it or above",
+                hint="pass a directory of the checkout to -C",
+            )
+        here = (start or Path.cwd()).resolve()
+        found = _checkout_root_at_or_above(here)
+        if found is not None:
+            return cls(found)
+        raise MpsgenError(
+            f"not inside a PyTorch checkout (no {NATIVE_FUNCTIONS} in {here} or above)",
+            hint="run mpsgen inside a checkout or pass -C PATH",
+        )
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def exists(self, rel: str) -> bool:
+        return (self.root / rel).is_file()
+
+    def read(self, rel: str) -> str:
+        """The file's text, decoded as UTF-8 with its line endings exactly as on disk."""
+        if rel not in self._texts:
+            self._texts[rel] = read_text(self.root, rel)
+        return self._texts[rel]
+
+    def glob(self, rel_dir: str, pattern: str) -> list[str]:
+        """The files of `rel_dir` matching `pattern` (listed once per command, like the reads)."""
+        key = (rel_dir, pattern)
+        if key not in self._globs:
+            base = self.root / rel_dir
+            found = sorted(f"{rel_dir}/{p.name}" for p in base.glob(pattern) if p.is_file()) if base.is_dir() else []
+            self._globs[key] = found
+        return list(self._globs[key])
+
+
+def path_inside(root: Path, rel: str) -> Path:
+    """The real path of `rel`, following symlinks, refused when it lies outside the checkout (a `..`
+    in the name, or a symlink pointing elsewhere): mpsgen never writes outside the checkout."""
+    root_real = Path(root).resolve()
+    path = Path(root) / rel
+    real = path.resolve()
+    if real != root_real and root_real not in real.parents:
+        if _has_symlink(Path(root), rel):
+            raise MpsgenError(
+                f"{rel} is a symlink to {real}, outside the checkout",
+                hint="mpsgen only writes files inside the checkout; replace the symlink with the file",
+            )
+        raise MpsgenError(f"{rel} resolves to {real}, outside the checkout", hint="name a file inside the checkout")
+    return real
+
+
+def _has_symlink(root: Path, rel: str) -> bool:
+    path = root
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            return True
+    return False
+
+
+def read_text(root: Path, rel: str) -> str:
+    path = root / rel
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise MpsgenError(f"{rel}: file not found", hint="is the checkout complete?") from None
+    except PermissionError:
+        raise MpsgenError(f"{rel}: permission denied", hint="make the file readable") from None
+    except IsADirectoryError:
+        raise MpsgenError(f"{rel}: is a directory, expected a file") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise MpsgenError(
+            f"not valid UTF-8 (byte {exc.start})",
+            location=Location(rel, line),
+            hint="save the file as UTF-8",
+        ) from None
+
+
+def _checkout_root_at_or_above(path: Path) -> Path | None:
+    """The nearest directory at or above `path` holding native_functions.yaml, else None."""
+    for candidate in (path, *path.parents):
+        if (candidate / NATIVE_FUNCTIONS).is_file():
+            return candidate
+    return None

@@ -1,0 +1,128 @@
+"""Compile one .metal kernel file of a checkout with the host C++ compiler and the Metal prelude."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpsgen.model import Location
+from mpsgen.read.cpp import mask_code
+from mpsgen.read.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
+from mpsgen.read.metalhost.owners import named_functors
+from mpsgen.read.metalhost.rewrite import copy_tree, include_roots
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+COMPILE_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class DiagnosticContext:
+    lines: tuple[int, ...] = ()
+    functors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """The outcome of compiling `path`: passed, failed (with diagnostics) or skipped (with reason)."""
+
+    path: str
+    status: str
+    diagnostics: tuple[tuple[Location, str], ...] = ()
+    reason: str = ""
+    # For each diagnostic, what `owners.diagnostic_owners` reads: the lines of the checked file in
+    # its instantiation and macro context (its own line included when it is in that file), and the
+    # functors its messages name.
+    contexts: tuple[DiagnosticContext, ...] = field(default=(), compare=False)
+    compiler: str = ""
+    seconds: float = 0.0
+    command: tuple[str, ...] = field(default=(), compare=False)
+
+
+def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | None = None,
+                       compiler: Compiler | None = None, texts: Mapping[str, str] | None = None) -> CompileResult:
+    """Check the kernel file `rel_path` (relative to `checkout_root`, or `text` in its place) with
+    the checkout's own c10/metal headers: one `-fsyntax-only` run of the host compiler on rewritten
+    copies (`rewrite.rewrite_metal`: unsuffixed floating literals are read as float, as in Metal).
+    Diagnostics name checkout paths. `texts`: other files (the headers it includes) as planned."""
+    root = Path(checkout_root)
+    if compiler is None:
+        compiler, why = find_compiler()
+        if compiler is None:
+            return CompileResult(rel_path, SKIPPED, reason=why)
+    if text is None:
+        text = (root / rel_path).read_text(encoding="utf-8", errors="replace")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="mpsgen-metal-") as work:
+        tree = copy_tree(root, rel_path, Path(work), main_text=text, texts=texts)
+        command = compiler.syntax_command(tree.main, include_roots(Path(work)))
+        try:
+            ran = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return CompileResult(rel_path, FAILED, ((Location(rel_path, 1), f"the host compiler took more than {COMPILE_TIMEOUT:.0f} s"),),
+                                 compiler=compiler.path, seconds=time.perf_counter() - started, command=tuple(command))
+        except OSError as exc:
+            return CompileResult(rel_path, SKIPPED, reason=f"cannot run {compiler.path}: {exc.strerror or exc}",
+                                 compiler=compiler.path)
+    seconds = time.perf_counter() - started
+    found = _diagnostics(ran.stderr, rel_path, text)
+    diagnostics = list(found)
+    if diagnostics and all(where.path.startswith(PRELUDE_LABEL) for where, _ in diagnostics):
+        # Nothing in the checkout is to blame: this compiler cannot take the prelude (e.g. clang
+        # before 15 has no _Float16 on x86-64).
+        where, message = diagnostics[0]
+        return CompileResult(rel_path, SKIPPED, reason=f"{compiler.path} cannot compile mpsgen's Metal prelude "
+                             f"({where}: {message}); use g++ 12+ or clang++ 15+ ($MPSGEN_CXX)",
+                             compiler=compiler.path, seconds=seconds, command=tuple(command))
+    if ran.returncode != 0 and not diagnostics:
+        tail = (ran.stderr.strip().splitlines() or ["no output"])[-1]
+        diagnostics = [(Location(rel_path, 1), f"the host compiler failed without a diagnostic mpsgen can read: {tail}")]
+    diagnostics = sorted(dict.fromkeys(diagnostics), key=lambda d: (d[0].path != rel_path, d[0], d[1]))
+    status = FAILED if diagnostics else PASSED
+    contexts = tuple(found.get(d, DiagnosticContext()) for d in diagnostics)
+    return CompileResult(rel_path, status, tuple(diagnostics), compiler=compiler.path,
+                         seconds=seconds, command=tuple(command), contexts=contexts)
+
+
+def _diagnostics(stderr: str, rel_path: str, text: str) -> dict[tuple[Location, str], DiagnosticContext]:
+    """(place, message) of each error -> its context in `rel_path` (see CompileResult)."""
+    code_lines = mask_code(text).splitlines()
+    out: dict[tuple[Location, str], DiagnosticContext] = {}
+    for raw in parse_diagnostics(stderr):
+        where, message = attribute(raw, rel_path)
+        if where.path == rel_path:
+            where = Location(rel_path, _missing_token_line(code_lines, where.line, message))
+        context = diagnostic_context(raw, rel_path, where)
+        seen = out.get((where, message), DiagnosticContext())
+        out[(where, message)] = DiagnosticContext(tuple(sorted(set(seen.lines) | set(context.lines))),
+                                                  tuple(sorted(set(seen.functors) | set(context.functors))))
+    return out
+
+
+def diagnostic_context(raw, rel_path: str, where: Location) -> DiagnosticContext:
+    """The lines of `rel_path` among a raw diagnostic's place, its attributed place and its notes,
+    and the functors its messages name."""
+
+    places = (where, raw.location, *(n for n, _ in raw.notes))
+    return DiagnosticContext(tuple(sorted({loc.line for loc in places if loc.path == rel_path})),
+                             named_functors([raw.message, *(m for _, m in raw.notes)]))
+
+
+# gcc: "expected ';' before '}' token", reported at the `}` on the next line.
+_EXPECTED_BEFORE = re.compile(r"^expected [‘'`](.+?)[’'`] before [‘'`](.+?)[’'`] token")
+
+
+def _missing_token_line(code_lines: list[str], line: int, message: str) -> int:
+    """The line a missing `;` (or `)`, ...) belongs on: gcc names the line of the token after the
+    gap, which starts a later line when the author forgot the punctuation at the end of a line."""
+    m = _EXPECTED_BEFORE.match(message)
+    if not m or not (0 < line <= len(code_lines)) or not code_lines[line - 1].lstrip().startswith(m.group(2)):
+        return line
+    previous = line - 1
+    while previous > 0 and not code_lines[previous - 1].strip():
+        previous -= 1
+    return previous or line
