@@ -154,10 +154,11 @@ def test_function_local_imports_only_in_the_entry_layer():
     assert local == []
 
 
-def test_each_folder_says_its_job():
+def test_each_folder_says_its_job_in_one_paragraph():
     for init in sorted(PACKAGE.rglob("__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
         assert doc, f"{init.relative_to(PACKAGE.parent)} has no docstring"
+        assert "\n\n" not in doc.strip(), f"{init.relative_to(PACKAGE.parent)}: its docstring is one paragraph"
 
 
 # The checker itself: each rule fails on a package that breaks it.

@@ -1,14 +1,10 @@
-"""`mpsgen verify`: prove that an op's MPS change is complete.
-
-Three stages, each `passed`, `failed` or `skipped` with a reason:
-
-1. static (`checks`): reads the checkout (any OS) through the op facts new-op and migrate use;
-2. build (`stages`): runs the configured build command, streaming its output to a log file;
-3. tests (`stages`): runs `test/test_mps.py -k test_output_match_<opinfo>` and reads unittest's
-   verbose output.
-
-Which ops: `select`. What is reported: `model` (plain data; `mpsgen.render` shows it). A stage that did
-not run is never reported as passed."""
+"""`mpsgen verify`: prove that an op's MPS change is complete, in three stages, each `passed`, `failed`
+or `skipped` with a reason: static (`checks`: reads the checkout, on any OS, through the op facts
+new-op and migrate use, with the `format` check in `formatcheck`), build (`stages`: runs the
+configured build command, its output streamed to a log file) and tests (`stages`: runs
+`test/test_mps.py -k test_output_match_<opinfo>` and reads unittest's verbose output). `select` says
+which ops, `model` is the report (plain data; `mpsgen.render` shows it). A stage that did not run is
+never reported as passed."""
 
 from mpsgen.commands.verify.checks import STATIC_CHECKS, check_op, legacy_names, static_checks, unbalanced
 from mpsgen.commands.verify.model import (
