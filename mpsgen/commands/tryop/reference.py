@@ -60,23 +60,28 @@ def _required_tensor_args(schema) -> int | None:
 
 def torch_reference(op: str, arity: int) -> tuple[Reference | None, str]:
     """torch's CPU op as a reference, or None and why not."""
+    overload, label = _cpu_overload(op, _OVERLOADS, lambda schema: _required_tensor_args(schema) == arity,
+                                    f"{arity} tensors")
+    if overload is None:
+        return None, label
+    return Reference(label, lambda inputs, _out, f=overload: _run_torch(f, inputs)), ""
+
+
+def _cpu_overload(op: str, names_in_order: tuple[str, ...], takes, what: str):
+    """The first of `names_in_order` among aten::op's overloads whose schema `takes`, with its label
+    (`torch 2.13.0 CPU: aten::op.name`), or None and why not (no torch, no such op, no such overload)."""
     why = torch_unavailable()
     if why:
         return None, why
     torch = import_torch()
-
     packet = getattr(torch.ops.aten, op, None)
     if packet is None:
         return None, f"torch.ops.aten has no {op}"
     names = packet.overloads()
-    for name in _OVERLOADS:
-        if name not in names:
-            continue
-        overload = getattr(packet, name)
-        if _required_tensor_args(overload._schema) == arity:
-            label = f"torch {torch.__version__} CPU: aten::{op}" + ("" if name == "default" else f".{name}")
-            return Reference(label, lambda inputs, _out, f=overload: _run_torch(f, inputs)), ""
-    return None, f"no overload of aten::{op} takes exactly {arity} tensors ({', '.join(names)})"
+    for name in names_in_order:
+        if name in names and takes(getattr(packet, name)._schema):
+            return getattr(packet, name), f"torch {torch.__version__} CPU: aten::{op}" + ("" if name == "default" else f".{name}")
+    return None, f"no overload of aten::{op} takes exactly {what} ({', '.join(names)})"
 
 
 def _tensor(torch, column: tuple, dtype_name: str):
@@ -107,20 +112,8 @@ def _scalar_overload(schema, arity: int) -> bool:
 
 def torch_scalar_reference(op: str, arity: int):
     """torch's CPU op taking `arity` tensors and scalars: (overload, label) or (None, why not)."""
-    why = torch_unavailable()
-    if why:
-        return None, why
-    torch = import_torch()
-
-    packet = getattr(torch.ops.aten, op, None)
-    if packet is None:
-        return None, f"torch.ops.aten has no {op}"
-    names = packet.overloads()
-    for name in ("Scalar", *_OVERLOADS):
-        if name in names and _scalar_overload(getattr(packet, name)._schema, arity):
-            label = f"torch {torch.__version__} CPU: aten::{op}" + ("" if name == "default" else f".{name}")
-            return getattr(packet, name), label
-    return None, f"no overload of aten::{op} takes exactly {arity} tensors and scalars ({', '.join(names)})"
+    return _cpu_overload(op, ("Scalar", *_OVERLOADS), lambda schema: _scalar_overload(schema, arity),
+                         f"{arity} tensors and scalars")
 
 
 def scalar_reference(overload, label: str, scalars: dict) -> Reference:
