@@ -555,7 +555,6 @@ def _print_new_op_list(found, as_json: bool, markdown: bool) -> None:
             click.echo("\n".join(aligned(header, rows, right=(0,))))
 
 
-
 @main.command("trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
               epilog=_examples(
     "mpsgen trace --save ops.json train.py --epochs 1",

@@ -23,5 +23,3 @@ def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options) -> 
         plan_op(views, templates, spec, options, MIGRATE_STEPS)
         check_single_registration(views, spec)
     return ws.plan(tuple(dict.fromkeys(ops)))
-
-

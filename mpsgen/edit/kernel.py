@@ -194,6 +194,8 @@ class KernelChoice:
     registration_macro: str = ""  # a #define the registrations use (params kernels)
     params: ParamsSpec | None = None  # with its groups, for params kernels
     notes: tuple[Note, ...] = ()
+
+
 # ------------------------------------------------------------------ list macros (the file's idiom)
 
 _LIST_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^()]*)\)[ \t]*\\$")

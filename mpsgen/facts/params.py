@@ -15,7 +15,6 @@ from mpsgen.read.stubs import Stub
 EXEC_WITH_PARAMS = {1: "exec_unary_kernel_with_params", 2: "exec_binary_kernel_with_params"}
 
 
-
 # Declared C++ parameter type (as `stubs.normalise_param` spells it) -> kind.
 STUB_KINDS = {
     "const Scalar&": "scalar",

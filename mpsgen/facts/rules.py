@@ -117,9 +117,6 @@ def expectation(views: Views, facts: OpFacts) -> Expectation:
 
 def guarded_dtypes(facts: OpFacts) -> frozenset[str]:
     """Dtypes the host function rejects up front with a TORCH_CHECK (not a coverage gap)."""
-    import re
-
-
     if facts.host is None:
         return frozenset()
     guards = re.findall(r"TORCH_CHECK\w*\s*\(([^;]*)\)\s*;", mask_code(facts.host.body))

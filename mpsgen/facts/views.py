@@ -442,7 +442,6 @@ class Views:
         as there are cores), so that `metal_compile` finds them done."""
         from concurrent.futures import ThreadPoolExecutor
 
-
         todo = [(rel, self.ws.read(rel)) for rel in rels if self._cache.get(("metal-compile", rel), (None,))[0] is not self.ws.read(rel)]
         if len(todo) < 2:
             return

@@ -37,5 +37,3 @@ def checkout_functions(ws: Texts) -> frozenset[str]:
         return frozenset()
     names = sorted(p.name for p in root.glob("*.h"))
     return declared_functions(ws.read(f"{C10_METAL_DIR}/{name}") for name in names)
-
-

@@ -115,5 +115,3 @@ def function_kind(cpu: CpuFile, name: str) -> str:
     if len(kinds) == 1:
         return kinds.pop()
     return UNKNOWN if kinds else ""
-
-

@@ -347,5 +347,3 @@ def skip_message(decorator: ast.expr | None) -> str:
     if isinstance(decorator, ast.Call) and decorator.args:
         return string_constant(decorator.args[0]) or ""
     return ""
-
-

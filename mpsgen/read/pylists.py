@@ -303,7 +303,6 @@ def parse_python(text: str, path: str, what: str = "Python", first_line: int = 1
     libcst needs ~0.5 s plus its import, and it gives every node's exact start and end."""
     import ast
 
-
     try:
         return ast.parse(text, mode=mode)
     except SyntaxError as exc:

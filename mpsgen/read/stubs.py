@@ -164,7 +164,6 @@ def find_stub(checkout, names: list[str]) -> Stub | None:
     mention it (and, for its function type, the header that declares that type)."""
     import re as _re
 
-
     headers = checkout.glob(NATIVE_DIR, "*.h")
     for name in names:
         pattern = _re.compile(rf"DECLARE_DISPATCH\s*\([^;]*?\b{_re.escape(name)}\s*\)")

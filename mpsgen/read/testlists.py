@@ -247,5 +247,3 @@ def xfail_dicts(text, path, found, index, collector):
                 entries=_entries(text, path, index, collector, item),
                 span=item.span,
             )
-
-

@@ -62,7 +62,6 @@ def render_summary(plan: Plan, *, command: str, dry_run: bool, to_stderr: bool, 
         return
     from rich.text import Text
 
-
     out = console(stderr=to_stderr, soft_wrap=True)
     for line in lines:
         out.print(Text.assemble(*[(text, style) if style else text for text, style in line]))

@@ -115,4 +115,3 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     notes = "; ".join(n for n in (inputs.note, note) if n)
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
                        len(bad), tuple(bad[:MAX_EXAMPLES]), tolerance, status, notes)
-

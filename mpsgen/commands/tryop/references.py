@@ -15,7 +15,6 @@ NAN = math.nan
 INF = math.inf
 
 
-
 def _log(x: float) -> float:
     if math.isnan(x) or x < 0:
         return NAN

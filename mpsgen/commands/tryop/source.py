@@ -156,7 +156,6 @@ def host_program(checkout: Checkout, facts: FunctorFacts, source: str, inputs: l
     alpha or params kernel: input type -> (alpha type, fields, [(set index, field values)])."""
     from dataclasses import replace
 
-
     cases = []
     for i in inputs:
         case = _case(i)

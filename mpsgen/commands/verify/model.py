@@ -16,7 +16,6 @@ ASSUME_MPS_ENV = "MPSGEN_ASSUME_MPS"
 TEST_FILE = "test/test_mps.py"
 
 
-
 # --------------------------------------------------------------------------------------------- data
 
 
@@ -129,5 +128,3 @@ Progress = Callable[[str, int, "int | None", str], None]
 
 def _no_progress(stage: str, done: int, total: int | None, message: str) -> None:
     return None
-
-

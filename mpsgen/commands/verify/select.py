@@ -83,5 +83,3 @@ def _git(root: Path, args: list[str]) -> str:
         message = (result.stderr.strip().splitlines() or ["git failed"])[-1]
         raise MpsgenError(f"git {args[0]} failed: {message}", hint="run inside a git checkout, or check --base REF")
     return result.stdout
-
-

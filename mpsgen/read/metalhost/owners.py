@@ -35,6 +35,7 @@ class CodeOwners:
     def functors(self) -> tuple[str, ...]:
         return tuple(sorted(set(self.structs) | set(self.calls)))
 
+
 _FUNCTOR = re.compile(r"\bstruct\s+(\w+)_functor\b")
 _MACRO_DEF = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
 # A macro call written at the start of a line, possibly continued over several lines.
