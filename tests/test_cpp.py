@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mpsgen.read.cpp import find_definitions, find_directives, identifiers, mask_code, match_brace
+from mpsgen.read.cpp import conditions_by_line, find_definitions, find_directives, identifiers, mask_code, match_brace
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 
@@ -427,3 +427,19 @@ def test_scanner_either_delimits_or_refuses(text):
         return
     for d in defs:
         assert 0 <= d.start <= d.code_start < d.code_end <= d.end <= len(text) or d.code_start == d.code_end
+
+
+def test_conditions_by_line():
+    text = ("a\n"
+            "#if __METAL_VERSION__  >= 310 // bfloat\n"
+            "b\n"
+            "#ifndef X\n"
+            "c\n"
+            "#else\n"
+            "d\n"
+            "#endif\n"
+            "#endif\n"
+            "e\n")
+    outer = ("#if __METAL_VERSION__ >= 310",)
+    assert conditions_by_line(text) == [(), (), outer, outer, outer + ("#ifndef X",), outer + ("#else",),
+                                        outer + ("#else",), outer, (), (), ()]

@@ -11,7 +11,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.params import ParamsSpec
 from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.read.checkout import C10_METAL_DIR
-from mpsgen.read.cpp import mask_code
+from mpsgen.read.cpp import conditions_by_line, mask_code
 from mpsgen.read.kernelfile import KernelFile, Registration, read_kernel_file
 from mpsgen.read.metalread import KernelReading
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
@@ -200,9 +200,6 @@ class KernelChoice:
 
 _LIST_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^()]*)\)[ \t]*\\$")
 _LIST_ENTRY = re.compile(r"^(REGISTER_\w+)[ \t]*\([ \t]*(\w+)[ \t]*,([^()]*)\)[ \t]*(;?)$")
-_CONDITIONAL_OPEN = re.compile(r"^[ \t]*#[ \t]*if(?:n?def)?\b")
-_CONDITIONAL_CLOSE = re.compile(r"^[ \t]*#[ \t]*endif\b")
-_CONDITIONAL_ELSE = re.compile(r"^[ \t]*#[ \t]*(?:else|elif)\b")
 # a condition on the Metal version only: the compiler's reading (`metalread`, Metal 3.1) says
 # whether the calls under it count
 _VERSION_CONDITION = re.compile(r"^#if __METAL_VERSION__ (?:>=|>|<|<=|==) \d+$")
@@ -256,22 +253,7 @@ def find_list_macros(text: str) -> list[ListMacro]:
     build), one used anywhere but plain top-level calls, or one defined twice."""
     masked = mask_code(text)
     lines = masked.split("\n")
-    # each line's enclosing conditions: the `#if...` lines of the open blocks ("#else" once past one)
-    stack: list[str] = []
-    conditional: list[tuple[str, ...]] = []
-    for line in lines:
-        directive = line.strip().rstrip("\r")
-        if _CONDITIONAL_OPEN.match(line):
-            conditional.append(tuple(stack))
-            stack.append(re.sub(r"^#\s*", "#", " ".join(directive.split())))
-        elif _CONDITIONAL_CLOSE.match(line):
-            stack = stack[:-1]
-            conditional.append(tuple(stack))
-        elif _CONDITIONAL_ELSE.match(line) and stack:
-            stack[-1] = "#else"
-            conditional.append(tuple(stack))
-        else:
-            conditional.append(tuple(stack))
+    conditional = conditions_by_line(text, masked)
     found: list[ListMacro] = []
     i = 0
     while i < len(lines):

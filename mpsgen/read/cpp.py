@@ -200,6 +200,30 @@ def find_directives(text: str, masked: str | None = None) -> list[Directive]:
     return out
 
 
+def conditions_by_line(text: str, masked: str | None = None) -> list[tuple[str, ...]]:
+    """For each line of `text` (0-based), the conditional blocks it sits in, outermost first: each
+    the opening directive's first line, whitespace collapsed (`#if __METAL_VERSION__ >= 310`), or
+    "#else" once past an `#else`/`#elif` of that block. A directive line gets the blocks around it
+    after it has been read (an `#if` line is outside its own block, an `#endif` line too)."""
+    masked = mask_code(text) if masked is None else masked
+    lines = masked.split("\n")
+    at_line: dict[int, Directive] = {d.line: d for d in find_directives(text, masked)}
+    stack: list[str] = []
+    out: list[tuple[str, ...]] = []
+    for number, line in enumerate(lines, 1):
+        d = at_line.get(number)
+        if d is not None and d.word in _CONDITIONAL_OPEN:
+            out.append(tuple(stack))
+            stack.append(re.sub(r"^#\s*", "#", " ".join(line.strip().split())))
+            continue
+        if d is not None and d.word == "endif":
+            stack = stack[:-1]
+        elif d is not None and d.word in _CONDITIONAL_BRANCH and stack:
+            stack[-1] = "#else"
+        out.append(tuple(stack))
+    return out
+
+
 def code_only(masked: str, directives: list[Directive]) -> str:
     """`masked` with preprocessor directives blanked too (newlines kept)."""
     out = list(masked)
