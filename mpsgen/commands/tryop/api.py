@@ -19,6 +19,9 @@ from mpsgen.commands.tryop.reference import (
 from mpsgen.commands.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_host, run_on_mps
 from mpsgen.commands.tryop.scalars import (
     ITERATOR_OPERANDS,
+    KernelScalars,
+    ScalarArg,
+    ScalarSet,
     field_values,
     host_arguments,
     read_kernel_scalars,
@@ -102,10 +105,10 @@ class Prepared:
     facts: FunctorFacts
     source: str
     operands: tuple[int, ...]  # the op's tensor feeding each kernel operand
-    scalars: object = None  # scalars.KernelScalars, for alpha and params kernels
-    scalar_args: tuple = ()
-    sets: tuple = ()
-    overload: object = None
+    scalars: KernelScalars | None = None  # for alpha and params kernels
+    scalar_args: tuple[ScalarArg, ...] = ()  # the schema's scalars the host passes on
+    sets: tuple[ScalarSet, ...] = ()
+    overload: object = None  # torch's CPU OpOverload (torch is imported only when it runs)
     reference_label: str = ""
 
 
@@ -193,11 +196,9 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
     reference, fallback, reference_note = choose_reference(op, facts.arity, options.reference)
     if backend == "mps":
         runs = _run_mps(source, inputs, reference, fallback)
-
         torch = import_torch()
         detail = f"torch {torch.__version__} torch.mps.compile_shader"
     else:
-
         owners = code_owners(checkout.read(facts.kernel_file), facts.kernel_file)
         outputs, detail = run_on_host(host_program(checkout, facts, source, _operands(inputs, prepared.operands)),
                                       facts.kernel_file, functor=facts.functor, owners=owners)
@@ -249,7 +250,6 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
         outputs = run_on_mps(source, _operands(inputs, prepared.operands), out_dtypes, plan)
         detail = f"torch {torch.__version__} torch.mps.compile_shader"
     else:
-
         owners = code_owners(checkout.read(facts.kernel_file), facts.kernel_file)
         program = host_program(checkout, facts, source, _operands(inputs, prepared.operands), plan)
         outputs, detail = run_on_host(program, facts.kernel_file, functor=facts.functor, owners=owners)
