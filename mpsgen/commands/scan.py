@@ -262,7 +262,6 @@ def _entry_backing(entry: YamlEntry, nf: NativeFunctions, kernels: dict[str, Mps
 
 
 def _op_record(views, op, entries, catalog, definitions, metal_groups, xfail_by_op) -> OpRecord:
-
     nf = views.native_functions
     kernels: dict[str, MpsKernel] = {}
     for entry in entries:
@@ -300,7 +299,6 @@ def _op_record(views, op, entries, catalog, definitions, metal_groups, xfail_by_
 
 
 def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing) -> Candidate:
-
     problem = generation_problem(views, op, shared, legacy, stub, stub_problem, "migrate", entries=entries)
     if problem is not None:
         return Candidate("port", problem.message)

@@ -116,7 +116,6 @@ def _byte_spans(data: bytes, ranges: list[tuple[int, int]]) -> list[tuple[int, i
 
 
 def apply_replacements(text: str, found: list[Replacement]) -> str:
-
     return replace_spans(text, [(r.offset, r.offset + r.length, r.text) for r in found])
 
 

@@ -25,7 +25,6 @@ class EditMap:
     of added or rewritten lines."""
 
     def __init__(self, before: str, after: str) -> None:
-
         self.old = before.splitlines()
         self.new = after.splitlines()
         self.codes = text_opcodes(before, after)

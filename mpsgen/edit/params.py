@@ -228,7 +228,6 @@ def _first_block(found, index: LineIndex):
 
 
 def registrations(spec: ParamsSpec, groups: tuple[str, ...]):
-
     return [Registration(spec.macro, (t,)) for g in groups for t in PARAMS_TYPES[g]]
 
 

@@ -63,5 +63,4 @@ class Templates:
 
 
 def _loc(path: str, line: int | None):
-
     return Location(path, line or 1)

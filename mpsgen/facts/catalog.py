@@ -193,5 +193,4 @@ def _table_line(text: str, op: str) -> int:
 
 
 def _shipped_functor_dir() -> Path:
-
     return shipped_template_dir() / TEMPLATE_SUBDIR

@@ -92,7 +92,6 @@ class Expectation:
 
 
 def expectation(views: Views, facts: OpFacts) -> Expectation:
-
     tested_map = tested_by_key(facts)
     tested = frozenset().union(*tested_map.values()) if tested_map else None
     source = ""

@@ -374,7 +374,6 @@ class Views:
         return cache[name]
 
     def all_stubs(self) -> dict:
-
         return self._once("stubs", lambda: read_stubs(self.checkout))
 
     @property
@@ -417,7 +416,6 @@ class Views:
         return self._once("kernel-files", lambda: self.checkout.glob(KERNELS_DIR, "*.metal"))
 
     def kernel(self, rel: str) -> KernelView:
-
         def build(text: str) -> KernelView:
             masked = self.masked(rel)
             literal = read_kernel_file(text, rel, masked, strict=False)
@@ -479,7 +477,6 @@ class Views:
         return declared_dtypes(self.testlists_parse(), frozenset(keys))
 
     def complex_keys(self) -> frozenset[str]:
-
         if not self.ws.exists(COMMON_MPS):
             return frozenset()
         return self.view("complex", COMMON_MPS, lambda text: complex_set_keys(self.testlists_parse()))
@@ -492,7 +489,6 @@ class Views:
         return self._once("opinfo-files", build)
 
     def opinfo_index(self, rel: str) -> dict:
-
         def build(text: str) -> dict:
             unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
             on_disk = self.checkout.root if self.disk_cache and unedited else None
@@ -501,7 +497,6 @@ class Views:
         return self.view("opinfo-index", rel, build)
 
     def lines(self, rel: str):
-
         return self.view("lines", rel, LineIndex)
 
     def opinfo_by_name(self, rel: str) -> dict[str, list[int]]:

@@ -71,7 +71,6 @@ def body_kind(masked_body: str) -> str:
 
 
 def read_cpu_file(text: str, path: str) -> CpuFile:
-
     masked = mask_code(text)
     index = LineIndex(text)
     try:

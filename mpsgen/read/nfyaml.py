@@ -109,7 +109,6 @@ def base_name(func_name: str) -> str:
 
 
 def parse_arguments(schema: str) -> tuple[tuple[str, str, bool], ...]:
-
     open_paren = schema.find("(")
     close = match_brace(schema, open_paren)
     inner = schema[open_paren + 1 : close]

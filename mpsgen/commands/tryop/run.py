@@ -81,7 +81,6 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
 
 def _compile_failure(stderr: str, kernel_file: str, functor: str | None = None,
                      owners: CodeOwners | None = None) -> MpsgenError:
-
     found = parse_diagnostics(stderr)
     if not found:
         tail = (stderr.strip().splitlines() or ["no output"])[-1]

@@ -143,7 +143,6 @@ def _functor_location(views: Views, f: OpFacts) -> Location:
 
 
 def _check_dtypes(views: Views, f: OpFacts, settings: CheckSettings):
-
     if f.host is None or not f.kernel_files:
         return "no functor to read (see kernel-name)"
     where = _functor_location(views, f)
@@ -167,7 +166,6 @@ _ERROR_LINE = re.compile(r"^[ \t]*#[ \t]*error\b.*$", re.M)
 
 
 def _check_placeholder(views: Views, f: OpFacts, settings: CheckSettings):
-
     if f.host is None:
         return "no host function to read (see stub-registration)"
     out = []
@@ -237,7 +235,6 @@ _MISSING_OP_FINDING = {
 
 
 def _check_test_lists(views: Views, f: OpFacts, settings: CheckSettings):
-
     if f.host is None or not f.kernel_files:
         return "no registered functor (see kernel-name)"
     if not f.refs:
@@ -274,7 +271,6 @@ def unbalanced(masked: str, path: str) -> list[Location]:
 
 
 def _check_balance(views: Views, f: OpFacts, settings: CheckSettings):
-
     files = list(f.kernel_files) + [rel for rel, _ in f.unreadable]
     if f.stub is not None and f.stub.header in FAMILY_FILES:
         family = f"{KERNELS_DIR}/{FAMILY_FILES[f.stub.header][0]}"
@@ -294,7 +290,6 @@ def _check_balance(views: Views, f: OpFacts, settings: CheckSettings):
 
 
 def _check_format(views: Views, f: OpFacts, settings: CheckSettings):
-
     if f.host is None:
         return "no host function to read (see stub-registration)"
     ranges = op_line_ranges(views, f)
