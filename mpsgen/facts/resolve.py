@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.reduction import REDUCTION_FAMILY
 from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
 from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
@@ -18,6 +19,7 @@ FAMILY_FILES = {
     "UnaryOps.h": ("UnaryKernel.metal", "UnaryKernel.mm"),
     "Activation.h": ("ActivationKernel.metal", "ActivationKernel.mm"),
     "PointwiseOps.h": ("PointwiseOps.metal", "PointwiseOps.mm"),
+    **REDUCTION_FAMILY,
 }
 
 SUPPORTED_SIGNATURES = (

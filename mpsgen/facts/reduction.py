@@ -1,0 +1,125 @@
+"""What a reduction op is in a checkout: the facts of an op whose stub is declared in the
+reduction family's header (`ATen/native/ReduceOps.h`), next to the elementwise facts of
+`mpsgen.facts.views`.
+
+The family's files are read, never assumed: the kernels `kernels/ReduceOps.metal` instantiates
+(`mpsgen.read.reduction.reduction_kernels`: op prefix -> variant -> (input, output) pair), and in the
+host file the launcher's variant suffixes and whether the stub's registered function reaches it
+with which op prefixes (`mpsgen.read.reduction.read_reduction_host`).
+
+The rule both verify and the generating commands use: a kernel the launcher can name must exist.
+An op routed through the launcher needs, for every pair it registers, every variant the launcher
+can pick for it (the suffixes of the enum cases named by the code its host function reaches, but
+those the kernel file instantiates under one-type names only, such as the arg-reductions' combine
+pass); an op launched otherwise needs the same variants for each of its pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mpsgen.facts.views import OpFacts, Views
+from mpsgen.model import Location
+from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
+from mpsgen.read.reduction import Pair, ReductionHost, ReductionKernels, read_reduction_host, reduction_kernels
+
+# The reduction family: the stub header -> its kernel and host files.
+REDUCTION_FAMILY = {"ReduceOps.h": ("ReduceOps.metal", "ReduceOps.mm")}
+
+
+@dataclass(frozen=True)
+class MissingKernel:
+    op: str  # the prefix
+    variant: str
+    pair: Pair
+    location: Location  # the line registering the op's other kernels for the pair (or the first)
+
+    @property
+    def name(self) -> str:
+        return f"{self.op}_reduction{self.variant}_{self.pair[0]}_{self.pair[1]}"
+
+
+@dataclass(frozen=True)
+class ReductionFacts:
+    kernel_file: str
+    host_file: str
+    kernels: ReductionKernels | None  # None: the checkout has no such kernel file
+    host: ReductionHost | None  # None: no such host file
+    function: str  # the host function registered for the stub ("" when not registered)
+    routed: bool  # the function reaches the launcher
+    prefixes: tuple[str, ...]  # the op prefixes the function passes
+
+    @property
+    def launcher_variants(self) -> frozenset[str]:
+        """The variants the launcher can pick for the op's host function (`ReductionHost.picks`),
+        but for those the kernel file instantiates under one-type names only (a pass of their own,
+        such as the arg-reductions' combine pass: never a `<op>_reduction<v>_<in>_<out>` kernel)."""
+        if self.host is None or not self.function:
+            return frozenset()
+        single = self.kernels.single_type_variants if self.kernels is not None else frozenset()
+        return self.host.picks(self.function) - single
+
+    def required_variants(self, op: str) -> frozenset[str]:
+        if self.kernels is None:
+            return frozenset()
+        if self.routed:
+            return self.launcher_variants | self.kernels.variants(op)
+        return self.kernels.variants(op)
+
+    def missing(self) -> list[MissingKernel]:
+        """Every (prefix, variant, pair) the launcher can name for this op that is not registered."""
+        out: list[MissingKernel] = []
+        if self.kernels is None:
+            return out
+        for op in self.prefixes:
+            by_variant = self.kernels.ops.get(op, {})
+            for pair in sorted(self.kernels.pairs(op)):
+                have = [line for by_pair in by_variant.values() for p, line in by_pair.items() if p == pair and line]
+                where = Location(self.kernel_file, min(have) if have else self.kernels.first_line(op) or 1)
+                for variant in sorted(self.required_variants(op)):
+                    if pair not in by_variant.get(variant, {}):
+                        out.append(MissingKernel(op, variant, pair, where))
+        return out
+
+    def unregistered_prefixes(self) -> list[str]:
+        """Prefixes the host function passes for which the kernel file registers nothing."""
+        if self.kernels is None:
+            return list(self.prefixes)
+        return [op for op in self.prefixes if op not in self.kernels.ops]
+
+
+def is_reduction_stub(facts: OpFacts) -> bool:
+    return facts.stub is not None and facts.stub.header in REDUCTION_FAMILY
+
+
+def reduction_of(views: Views, facts: OpFacts) -> ReductionFacts | None:
+    """The reduction facts of `facts`' op, or None when its stub is not a reduction family's."""
+    if not is_reduction_stub(facts):
+        return None
+    kernel_name, host_name = REDUCTION_FAMILY[facts.stub.header]
+    kernel_file = f"{KERNELS_DIR}/{kernel_name}"
+    registration = facts.registrations[0] if len(facts.registrations) == 1 else None
+    host_file = registration.location.path if registration else f"{OPERATIONS_DIR}/{host_name}"
+    kernels = reduction_kernels_of(views, kernel_file)
+    host = reduction_host_of(views, host_file)
+    function = registration.function if registration else ""
+    routed = bool(host and function and host.routes(function))
+    prefixes = host.prefixes(function) if host and function else ()
+    return ReductionFacts(kernel_file, host_file, kernels, host, function, routed, prefixes)
+
+
+def reduction_kernels_of(views: Views, rel: str) -> ReductionKernels | None:
+    if not views.ws.exists(rel):
+        return None
+
+    def build(text: str) -> ReductionKernels:
+        reading = views.kernel(rel).reading
+        return reduction_kernels(rel, reading.host_names, reading.host_name_lines)
+
+    return views.view("reduction-kernels", rel, build)
+
+
+def reduction_host_of(views: Views, rel: str) -> ReductionHost | None:
+    if not views.ws.exists(rel):
+        return None
+    return views.view("reduction-host", rel, lambda text: read_reduction_host(text, rel))
