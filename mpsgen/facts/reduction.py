@@ -16,8 +16,12 @@ pass); an op launched otherwise needs the same variants for each of its pairs.
 
 from __future__ import annotations
 
+import re
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
+from mpsgen.errors import MpsgenError
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
@@ -123,3 +127,92 @@ def reduction_host_of(views: Views, rel: str) -> ReductionHost | None:
     if not views.ws.exists(rel):
         return None
     return views.view("reduction-host", rel, lambda text: read_reduction_host(text, rel))
+
+
+# ------------------------------------------------------------------------------------ generating
+
+CATALOG = Path(__file__).with_name("reduction_catalog.toml")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+_SINGLE_CALL = re.compile(r"\{\s*(\w+)\s*\(\s*(\w+)\s*,\s*\"([a-z0-9_]+_)\"\s*\)\s*;\s*\}\s*$")
+
+
+@dataclass(frozen=True)
+class ReductionBody:
+    """A catalog reduction: the struct's name and its pieces (`reduction_catalog.toml`)."""
+
+    op: str
+    struct: str
+    identity: str
+    combine: str
+    simd: str
+    threadgroup: str
+    pairs_like: str
+    exclude_inputs: tuple[str, ...]
+
+
+def catalog_body(op: str) -> ReductionBody | None:
+    with open(CATALOG, "rb") as handle:
+        entry = tomllib.load(handle).get(op)
+    if entry is None:
+        return None
+    return ReductionBody(op, entry["struct"], entry["identity"], entry["combine"], entry["simd"], entry["threadgroup"],
+                         entry["pairs_like"], tuple(entry.get("exclude_inputs", ())))
+
+
+@dataclass(frozen=True)
+class RegistrationMacro:
+    """The kernel file's macro instantiating every routing variant of one op for one pair:
+    `#define NAME(PREFIX, TI, TO, ...)` whose body names `"reduction_..."` kernels."""
+
+    name: str
+    params: tuple[str, ...]
+    line: int
+
+
+def registration_macro(text: str, path: str) -> RegistrationMacro:
+    """The file's macro of that shape instantiating the most kernels (the one the value reductions
+    go through); refused when the file has none."""
+    found = []
+    for m in _DEFINE.finditer(text):
+        params = tuple(p.strip() for p in m.group(2).split(","))
+        kernels = m.group(3).count('"reduction')
+        if kernels and len(params) == 4 and params[3] == "...":
+            found.append((kernels, -m.start(), RegistrationMacro(m.group(1), params, text.count("\n", 0, m.start()) + 1)))
+    if not found:
+        raise MpsgenError(f"{path} has no registration macro of the form `#define NAME(PREFIX, TI, TO, ...)` "
+                          "naming \"reduction_...\" kernels", location=Location(path, 1),
+                          hint="register the op's kernels by hand, or add such a macro")
+    return max(found, key=lambda item: item[:2])[2]
+
+
+def launcher_call(views: Views, host: ReductionHost, host_file: str) -> tuple[str, Location]:
+    """The launcher the file's reduction stubs call with just their prefix (`value_reduction_kernel_mps`
+    in `static void max_values_kernel_mps(TensorIterator& iter) { value_reduction_kernel_mps(iter,
+    "max_"); }`): the one most registered functions call so; ties go to the one reached first."""
+    view = views.host(host_file)
+    counts: dict[str, list[Location]] = {}
+    for registration in view.registrations:
+        function = view.function(registration)
+        if function is None:
+            continue
+        m = _SINGLE_CALL.search(function.body)
+        if m is None or not host.routes(m.group(1)):
+            continue
+        counts.setdefault(m.group(1), []).append(function.location)
+    if not counts:
+        raise MpsgenError(f"no reduction stub of {host_file} calls a launcher with its prefix alone "
+                          "(`launcher(iter, \"op_\")`)", location=Location(host_file, 1),
+                          hint="write the host function by hand")
+    best = max(counts, key=lambda name: (len(counts[name]), -counts[name][0].line))
+    return best, counts[best][0]
+
+
+def op_pairs(kernels: ReductionKernels, body: ReductionBody) -> tuple[Pair, ...]:
+    """The (input, output) pairs to register: those the sibling op registers, in its order, without
+    the excluded inputs."""
+    by_variant = kernels.ops.get(body.pairs_like, {})
+    ordered: dict[Pair, int] = {}
+    for by_pair in by_variant.values():
+        for pair, line in by_pair.items():
+            ordered[pair] = min(line, ordered.get(pair, line))
+    return tuple(p for p, _ in sorted(ordered.items(), key=lambda item: item[1]) if p[0] not in body.exclude_inputs)
