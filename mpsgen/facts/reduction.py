@@ -25,6 +25,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
+from mpsgen.read.cpp import mask_code
 from mpsgen.read.reduction import Pair, ReductionHost, ReductionKernels, read_reduction_host, reduction_kernels
 
 # The reduction family: the stub header -> its kernel and host files.
@@ -216,3 +217,20 @@ def op_pairs(kernels: ReductionKernels, body: ReductionBody) -> tuple[Pair, ...]
         for pair, line in by_pair.items():
             ordered[pair] = min(line, ordered.get(pair, line))
     return tuple(p for p, _ in sorted(ordered.items(), key=lambda item: item[1]) if p[0] not in body.exclude_inputs)
+
+
+_LOAD_CALL = re.compile(r"\bOP\s*::\s*load\s*\(")
+
+
+def load_takes_parameter(kernel_text: str) -> bool:
+    """Whether the file's kernel templates hand the op's `load` anything besides the element
+    (`OP::load(v, param)`): only then can an op depending on a runtime scalar (a norm's p) load."""
+    masked = mask_code(kernel_text)
+    for m in _LOAD_CALL.finditer(masked):
+        depth, i = 1, m.end()
+        while i < len(masked) and depth:
+            depth += {"(": 1, ")": -1}.get(masked[i], 0)
+            if depth == 1 and masked[i] == ",":
+                return True
+            i += 1
+    return False

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.reduction import REDUCTION_FAMILY, ReductionBody, catalog_body
+from mpsgen.facts.reduction import REDUCTION_FAMILY, ReductionBody, catalog_body, load_takes_parameter
 from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
 from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
@@ -170,6 +170,15 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
             hint=f"supported: {SUPPORTED_SIGNATURES}",
         )
     if stub.header in REDUCTION_FAMILY:
+        kernel_rel = f"{KERNELS_DIR}/{REDUCTION_FAMILY[stub.header][0]}"
+        if stub.scalar_count and views.ws.exists(kernel_rel) and not load_takes_parameter(views.ws.read(kernel_rel)):
+            return MpsgenError(
+                f"{op} is a reduction whose stub {stub.name} passes a Scalar ({stub.signature}), but the "
+                f"kernels of {kernel_rel} hand an op's load the element alone (OP::load(v)): the scalar "
+                "cannot reach the accumulation",
+                location=stub.type_location or stub.location,
+                hint="this op needs a hand-written kernel taking the scalar (as the file's `norm` kernel does)",
+            )
         if catalog_body(op) is None:
             return MpsgenError(
                 f"{op} is a reduction ({stub.name}) with no functor in mpsgen's reduction catalog",
