@@ -10,7 +10,7 @@ import os
 
 from mpsgen.read.metalread import read_kernel
 from reduction_support import REDUCE_METAL, REDUCE_MM, YAML, reduction_checkout
-from support import assert_golden, changed_files, run_cli, snapshot
+from support import assert_golden, changed_files, pytorch_clang_format, run_cli, snapshot
 
 VARIANTS = ("", "_flat", "_flat_strided", "_outer", "_outer_small_dim", "_narrow", "_innermost", "_innermost_chunk")
 PROD_PAIRS = (("float", "float"), ("half", "half"), ("half", "float"), ("bfloat", "bfloat"), ("bfloat", "float"),
@@ -41,6 +41,15 @@ def test_migrate_prod(tmp_path):
     mm = (root / REDUCE_MM).read_text()
     assert "static void reduction_out_mps(" in mm and "MPSReductionType::MEAN" in mm
     assert "PROD" not in mm
+
+    # clang-format leaves both edited files as they are (the overlay's files are formatted)
+    import subprocess
+
+    executable, style = pytorch_clang_format()
+    for rel in (REDUCE_METAL, REDUCE_MM):
+        formatted = subprocess.run([executable, f"--style=file:{style}", f"--assume-filename={rel}"],
+                                   input=(root / rel).read_text(), capture_output=True, text=True, check=True).stdout
+        assert formatted == (root / rel).read_text(), rel
 
     verify = run_cli(["-C", str(root), "verify", "prod", "--static-only"])
     assert verify.exit_code == 0, verify.output
