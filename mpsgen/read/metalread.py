@@ -34,8 +34,8 @@ PREDEFINED = {"__METAL__": "1", "__METAL_VERSION__": "310"}
 _ROOT = "/@checkout"  # the include search paths pcpp sees; mapped back to checkout paths on open
 
 # A Metal scalar or vector type name as written in a host name (`float`, `half2`, `uchar`, ...).
-_TYPE = r"(?:u?(?:char|short|int|long)|bool|float|half|bfloat)[234]?"
-_DENSE_TYPES = re.compile(rf"({_TYPE})_({_TYPE})(?:_(\w+))?")
+METAL_TYPE = r"(?:u?(?:char|short|int|long)|bool|float|half|bfloat)[234]?"
+_DENSE_TYPES = re.compile(rf"({METAL_TYPE})_({METAL_TYPE})(?:_(\w+))?")
 _HOST_NAME = re.compile(r"host_name\s*\(\s*((?:\"(?:[^\"\\\n]|\\.)*\"\s*)+)\)")
 _STRING = re.compile(r"\"((?:[^\"\\\n]|\\.)*)\"")
 _FUNCTOR_USE = re.compile(r"\b(\w+)_functor\b")

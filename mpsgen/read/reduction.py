@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 
 from mpsgen.model import Location
 from mpsgen.read.cpp import find_definitions, mask_code
+# a Metal scalar or vector type as a kernel name spells it (float3: the Welford partials)
+from mpsgen.read.metalread import METAL_TYPE
 
-# A Metal scalar or vector type as a reduction kernel name spells it (float3: Welford partials).
-_TYPE = r"(?:u?(?:char|short|int|long)|bool|float|half|bfloat)[234]?"
-_NAME = re.compile(rf"(?P<op>[a-z0-9_]+?)_reduction(?P<variant>(?:_[a-z0-9]+)*?)_(?P<input>{_TYPE})_(?P<output>{_TYPE})")
+_NAME = re.compile(rf"(?P<op>[a-z0-9_]+?)_reduction(?P<variant>(?:_[a-z0-9]+)*?)_(?P<input>{METAL_TYPE})_(?P<output>{METAL_TYPE})")
 _CASE_RETURN = re.compile(r"\bcase\s+(?:(\w+)\s*::\s*)?(\w+)\s*:\s*return\s+\"(\w*)\"\s*;")
-_SINGLE = re.compile(rf"(?P<op>[a-z0-9_]+?)_reduction(?P<variant>(?:_[a-z0-9]+)*?)_(?P<input>{_TYPE})")
+_SINGLE = re.compile(rf"(?P<op>[a-z0-9_]+?)_reduction(?P<variant>(?:_[a-z0-9]+)*?)_(?P<input>{METAL_TYPE})")
 _PREFIX_LITERAL = re.compile(r"\"([a-z][a-z0-9_]*_)\"")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
