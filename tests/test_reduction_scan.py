@@ -39,3 +39,13 @@ def test_powsum_is_refused_with_the_reason(tmp_path):
     assert ("linalg__powsum is a reduction whose stub powsum_stub passes a Scalar "
             "(void(*)(TensorIterator&, const Scalar&)), but the kernels of "
             "aten/src/ATen/native/mps/kernels/ReduceOps.metal hand an op's load the element alone") in result.stderr
+
+
+def test_try_says_a_native_reduction_is_not_run_yet(tmp_path):
+    root = reduction_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "try", "sum"])
+    assert result.exit_code == 2
+    assert ("sum is a native Metal reduction (sum_stub -> sum_kernel_mps: 64 sum_reduction* kernels in "
+            "aten/src/ATen/native/mps/kernels/ReduceOps.metal); try runs elementwise functors") in result.stderr
+    result = run_cli(["-C", str(root), "try", "prod"])
+    assert result.exit_code == 2 and "give it one with `mpsgen migrate prod`" in result.stderr
