@@ -1,4 +1,4 @@
-"""verify's checks of a reduction op (`reduction-variants`, and kernel-name read through the
+"""verify's checks of a reduction op (`reduce-variants`, and kernel-name read through the
 launcher) on the reduction overlay: a native reduction passes; a registration missing a routing
 variant, or a host function passing a prefix the kernel file never registers, fails at the line,
 naming the kernels that would be missing at run time."""
@@ -35,7 +35,7 @@ def test_a_native_reduction_passes(root):
     code, checks = static_checks(root, "sum")
     assert code == 0
     status = {name: c["status"] for name, c in checks.items()}
-    assert status["kernel-name"] == status["reduction-variants"] == "passed"
+    assert status["kernel-name"] == status["reduce-variants"] == "passed"
     # the elementwise readings say why they do not apply
     for name in ("dtype-coverage", "test-lists", "format", "metal-compile"):
         assert status[name] == "skipped" and checks[name]["reason"].startswith("reduction:")
@@ -51,7 +51,7 @@ def test_a_variant_missing_from_the_registration_macro_fails_every_op(root):
 ''', "")
     code, checks = static_checks(root, "sum")
     assert code == 1
-    (finding,) = checks["reduction-variants"]["findings"]
+    (finding,) = checks["reduce-variants"]["findings"]
     assert finding["path"] == REDUCE_METAL
     assert (root / REDUCE_METAL).read_text().splitlines()[finding["line"] - 1] == "REGISTER_SUM(float, float);"
     assert finding["message"] == (
@@ -65,7 +65,7 @@ def test_a_pair_registered_for_some_variants_only_fails_at_its_line(root):
          'REGISTER_SUM(bool, long);\nINSTANTIATE_KERNEL("sum_reduction_short_long", reduction_generic, SumOp<long>, short, long);\n')
     code, checks = static_checks(root, "sum")
     assert code == 1
-    findings = checks["reduction-variants"]["findings"]
+    findings = checks["reduce-variants"]["findings"]
     assert len(findings) == 7  # every variant but the generic one
     line = (root / REDUCE_METAL).read_text().splitlines()[findings[0]["line"] - 1]
     assert line.startswith('INSTANTIATE_KERNEL("sum_reduction_short_long"')
@@ -82,4 +82,4 @@ def test_a_prefix_without_kernels_fails_kernel_name(root):
     (finding,) = checks["kernel-name"]["findings"]
     assert finding["path"] == REDUCE_MM
     assert "launches total_reduction* kernels" in finding["message"]
-    assert checks["reduction-variants"]["status"] == "passed"
+    assert checks["reduce-variants"]["status"] == "passed"

@@ -179,14 +179,14 @@ def _check_reduction_variants(views: Views, f: OpFacts, settings: CheckSettings)
         pairs = ", ".join(f"{m.pair[0]}->{m.pair[1]}" for m in items)
         routed = "the launcher can pick" if variant in reduction.launcher_variants else "its other pairs have"
         first = min(items, key=lambda m: m.location.line)
-        out.append(Finding("reduction-variants", f.op, first.location,
+        out.append(Finding("reduce-variants", f.op, first.location,
                            f"{op}_reduction{variant or ''}_<in>_<out> is not registered for {pairs} "
                            f"({routed} the {variant or 'generic'} variant: \"no such kernel\" at run time on those shapes)",
                            f"register every variant for each pair (the file's registration macro instantiates them all)"))
     return out
 
 
-_REDUCTION_SKIP = "reduction: {what} reads elementwise functors; reduction-variants checks the op's kernels"
+_REDUCTION_SKIP = "reduction: {what} reads elementwise functors; reduce-variants checks the op's kernels"
 
 
 def _reduction_skip(views: Views, f: OpFacts, what: str) -> str | None:
@@ -409,7 +409,7 @@ CHECKS: tuple[tuple[str, CheckFn], ...] = (
     ("yaml-dispatch", _check_yaml),
     ("stub-registration", _check_stub),
     ("kernel-name", _check_kernel_name),
-    ("reduction-variants", _check_reduction_variants),
+    ("reduce-variants", _check_reduction_variants),
     ("dtype-coverage", _check_dtypes),
     ("placeholder", _check_placeholder),
     ("legacy", _check_legacy),
