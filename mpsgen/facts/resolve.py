@@ -171,6 +171,14 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
         )
     if stub.header in REDUCTION_FAMILY:
         kernel_rel = f"{KERNELS_DIR}/{REDUCTION_FAMILY[stub.header][0]}"
+        if not views.ws.exists(kernel_rel):
+            return MpsgenError(
+                f"{op} is a reduction ({stub.name}) and this checkout has no {kernel_rel}, the reduction "
+                "family's kernel file to register it in",
+                location=stub.location,
+                hint="mpsgen registers a reduction in the checkout's kernels/ReduceOps.metal and calls the launcher of "
+                     "operations/ReduceOps.mm; check the checkout",
+            )
         if stub.scalar_count and views.ws.exists(kernel_rel) and not load_takes_parameter(views.ws.read(kernel_rel)):
             return MpsgenError(
                 f"{op} is a reduction whose stub {stub.name} passes a Scalar ({stub.signature}), but the "
