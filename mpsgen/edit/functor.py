@@ -117,6 +117,7 @@ class Body:
     defaults: tuple[str, ...]
     describe: str
     template: str = ""
+    output: str = ""  # the Metal output type of every registration ("": as the group says)
 
 
 def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
@@ -139,7 +140,8 @@ def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
             )
         if dtypes is not None:
             check_supported(entry, effective_groups(dtypes))
-        return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name)
+        return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name,
+                    entry.output)
     groups = effective_groups(dtypes) if dtypes else tuple(GROUPS)
     return Body("placeholder", groups, ("float",), "the placeholder body")
 

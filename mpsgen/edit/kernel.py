@@ -57,12 +57,16 @@ def groups_separated_by_blank_lines(text: str, kernel: KernelFile) -> bool:
     return separated > joined
 
 
-def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...], macros: frozenset[str], path: str) -> list[Registration]:
-    """The REGISTER_* lines that instantiate `name`'s functor for the dtype groups."""
+def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...], macros: frozenset[str], path: str,
+                      output: str = "") -> list[Registration]:
+    """The REGISTER_* lines that instantiate `name`'s functor for the dtype groups; `output`: the
+    output type of every one (bool for a logical op), else as the group says (`int2float`: float,
+    the others the input type)."""
     out: list[Registration] = []
     for group in groups:
         types = METAL_INPUT_TYPES[group]
-        if arity == 2 and not alpha and group in BINARY_GROUP_MACROS and BINARY_GROUP_MACROS[group] in macros:
+        if (arity == 2 and not alpha and not output and group in BINARY_GROUP_MACROS
+                and BINARY_GROUP_MACROS[group] in macros):
             out.append(Registration(BINARY_GROUP_MACROS[group], (name,)))
             continue
         if arity == 1:
@@ -77,7 +81,7 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
                 hint="this checkout's Metal vocabulary differs from what mpsgen knows; register the functor by hand",
             )
         for t in types:
-            out_type = "float" if group == "int2float" else t
+            out_type = output or ("float" if group == "int2float" else t)
             # alpha kernels: (input, alpha, output); the host passes alpha in the iterator's common
             # dtype, which is float for integer inputs of an op that promotes them to float
             args = (name, t, out_type, out_type) if alpha else (name, t, out_type)

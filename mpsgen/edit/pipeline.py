@@ -27,7 +27,7 @@ from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.resolve import OpSpec, Options
-from mpsgen.facts.rules import choose_groups
+from mpsgen.facts.rules import choose_groups, refuse_uncalled_groups
 from mpsgen.facts.views import Views
 from mpsgen.model import FileChange, Location, Note
 from mpsgen.read.c10lib import checkout_functions
@@ -73,6 +73,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
             )
         body = Body("existing", groups, groups, f"the existing {spec.functor}_functor")
     else:
+        refuse_uncalled_groups(spec.facts, options.dtypes)
         body = find_body(op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
                          expr=options.expr, dtypes=options.dtypes)
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
@@ -86,7 +87,8 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                             expr=options.expr, groups=groups,
                             namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)), c10_functions=c10_functions)
     macros = kernel.file.own_macros | views.c10_register_macros()
-    registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
+    registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file,
+                                      output=body.output)
     return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
                         notes=fallback_notes(body, c10_functions))
 
