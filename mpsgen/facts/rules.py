@@ -376,6 +376,18 @@ def refuse_uncalled_groups(facts: OpFacts, requested: tuple[str, ...] | None, bo
     )
 
 
+def cpu_takes_complex(facts: OpFacts, defaults: tuple[str, ...]) -> bool:
+    """The op's CPU kernel takes complex inputs: the body's default groups (the catalog's, what
+    upstream registers) hold complex, or an OpInfo's CPU dtypes do. Complex kernels are then
+    registered where the body serves them, tested on MPS or not (nan_to_num's OpInfo tests no
+    complex; CPU and 2.14's MPS kernel take it)."""
+
+    if "complex" in defaults:
+        return True
+    reference = reference_dtypes_of(facts)
+    return bool(reference and reference & COMPLEX)
+
+
 def choose_groups(
     views: Views,
     facts: OpFacts,
@@ -421,6 +433,8 @@ def choose_groups(
         groups = defaults
     else:
         groups = groups_for_dtypes(exp.tested, supports, promotes, covers) or defaults
+        if "complex" in supports and "complex" not in groups and cpu_takes_complex(facts, defaults):
+            groups = tuple(g for g in GROUPS if g in groups or g == "complex")
     lost = sorted(exp.expected - covers(groups) - served_by_shared_code(facts))
     if lost:
         where = exp.source or "the default float32/float16"
