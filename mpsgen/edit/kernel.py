@@ -126,7 +126,11 @@ def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrat
         suffix = newline if anchor < len(text) and text[anchor:anchor + len(newline)] != newline else ""
         spans.append((anchor, anchor, prefix + body + suffix))
         functor_end = anchor
-        changes.append(Change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0)), f"struct {functor}_functor"))
+        # the struct's own line (shared helpers the functor brings stand before it)
+        head = body.find(f"struct {functor}_functor")
+        lines_before = body.count(newline, 0, head) if head > 0 else 0
+        changes.append(Change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0) + lines_before),
+                              f"struct {functor}_functor"))
     missing = [reg for reg in registrations if not kernel.has_registration(reg)]
     macro_spans, macros, missing = join_list_macros(text, functor, missing, reading)
     spans.extend(macro_spans)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.edit.dispatch import plan_dispatch
 from mpsgen.edit.expectations import plan_expectations, test_names
-from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor
+from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor, shared_helpers
 from mpsgen.edit.host import plan_host
 from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
 from mpsgen.edit.legacy import plan_legacy
@@ -83,9 +83,13 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
         return KernelChoice("existing", "", (), torch_dtypes_for(groups))
 
     c10_functions = checkout_functions(views.ws)
+    kernel_text = views.ws.read(spec.kernel_file)
+    namespaces = namespace_prefixes(kernel_text)
     choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
-                            expr=options.expr, groups=groups,
-                            namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)), c10_functions=c10_functions)
+                            expr=options.expr, groups=groups, namespaces=namespaces, c10_functions=c10_functions)
+    # the helpers its complex overload calls, once per file (an earlier op may have written them)
+    helpers = shared_helpers(templates, choice.text, kernel_text, namespaces=namespaces, c10_functions=c10_functions)
+    choice = replace(choice, text=helpers + choice.text)
     macros = kernel.file.own_macros | views.c10_register_macros()
     registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file,
                                       output=body.output)
