@@ -27,7 +27,8 @@ from mpsgen.errors import MpsgenError
 from mpsgen.read.kernelfile import NamespacePrefixes
 from mpsgen.read.metalhost.compiler import PRELUDE_DIR
 from mpsgen.edit.templates import Templates
-from mpsgen.commands.tryop.references import REFERENCES, ref_acosh, ref_asinh, ref_atanh, ref_fmod, ref_frac, ref_hardswish, ref_heaviside, ref_hypot, ref_logaddexp, ref_mish, ref_mish_backward, ref_ndtri, ref_nextafter, ref_sgn, ref_sigmoid_backward, ref_sign, ref_tanh_backward, ref_xlogy
+from mpsgen.edit.functor import shared_helpers
+from mpsgen.commands.tryop.references import REFERENCES, ref_acosh, ref_asinh, ref_atanh, ref_fmod, ref_frac, ref_hardswish, ref_heaviside, ref_hypot, ref_logaddexp, ref_logical_not, ref_mish, ref_mish_backward, ref_ndtri, ref_nextafter, ref_sgn, ref_sigmoid_backward, ref_sign, ref_tanh_backward, ref_xlogy
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"  # the test driver, harness.h
 FIXTURE_CHECKOUT = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
@@ -44,8 +45,9 @@ COMPLEX_TYPES = METAL_INPUT_TYPES["complex"]
 ALL_TYPES = tuple(dict.fromkeys(FLOAT_TYPES + INT_TYPES + COMPLEX_TYPES))
 
 
-def expected_output_type(group: str, in_type: str) -> str:
-    return "float" if group == "int2float" else in_type
+def expected_output_type(group: str, in_type: str, output: str = "") -> str:
+    """The output type of a group's registration (`output`: the catalog entry's, e.g. bool)."""
+    return output or ("float" if group == "int2float" else in_type)
 
 
 # (rtol, atol) by output type. half/bfloat results are float results rounded to 11/8 bits; atol is
@@ -153,6 +155,13 @@ OPS: dict[str, OpCase] = {
         complex=[(0.5 + 0.5j,), (complex(2.0, 0.0),), (complex(2.0, -0.0),), (complex(-3.0, 0.0),),
                  (complex(-3.0, -0.0),), (1e-4 - 1e-4j,), (0.875 + 1e-3j,), (-0.5 + 2j,), (1e10 + 1j,),
                  (-1e20 - 1e20j,), (complex(0.0, 1e30),), (complex(INF, 1.0),), (complex(NAN, 1.0),), (complex(NAN, INF),), (complex(-2.0, -INF),)],
+    ),
+    "logical_not": OpCase(
+        ref_logical_not,
+        [(0.0,), (-0.0,), (2.5,), (-1e-30,), (INF,), (NAN,)],
+        UN_INTS,
+        complex=[(0j,), (complex(-0.0, 0.0),), (1 + 0j,), (complex(0.0, -2.0),), (complex(NAN, 0.0),)],
+        exact=True,
     ),
     "frac": OpCase(ref_frac, [(2.75,), (-2.75,), (0.5,), (-0.0,), (3.0,), (-3.0,), (1e10,), (INF,), (NAN,)], exact=True),
     "sgn": OpCase(
@@ -374,7 +383,9 @@ def build_program(spelling: str = "qualified") -> str:
     if spelling == "short":
         lines.append(USING_LINES)
     for op in sorted(CATALOG):
-        lines.append(render(op, spelling))
+        # the file-scope helpers a complex overload calls, once for the whole program as in a kernel file
+        functor = render(op, spelling)
+        lines.append(shared_helpers(Templates(), functor, "\n".join(lines), namespaces=SPELLINGS[spelling]) + functor)
     lines.append("int main() {")
     for op in sorted(CATALOG):
         entry = CATALOG[op]
@@ -513,7 +524,7 @@ def test_an_overload_exists_exactly_for_the_supported_groups(shim_run, op):
     expected: dict[str, str] = {}
     for group in entry.supports:
         for type_name in _types_for(group):
-            expected.setdefault(type_name, expected_output_type(group, type_name))
+            expected.setdefault(type_name, expected_output_type(group, type_name, entry.output))
     for type_name in ALL_TYPES:
         got = probes[(op, type_name)]
         want = expected.get(type_name, "none")
@@ -532,7 +543,7 @@ def test_body_computes_the_right_values_for_every_supported_group(shim_run, op):
     failures = []
     checked = 0
     for result in results:
-        assert result.out_type == expected_output_type(result.group, result.in_type)
+        assert result.out_type == expected_output_type(result.group, result.in_type, entry.output)
         want = _reference(op, result)
         got = result.output
         if result.out_type in INT_TYPES:

@@ -87,6 +87,7 @@ class ParamsCase:
     int_rows: list = ()
     exact: bool = False
     bool_rows: list = ()  # 0/1 operands and params, for bodies that register bool
+    complex_rows: list = ()  # complex operands, real params, for bodies that register complex
 
 
 CASES = {
@@ -121,6 +122,9 @@ CASES = {
          (INF, 0.0, 0, 100.0, 1, -100.0, 0), (-INF, 0.0, 0, 100.0, 0, -100.0, 1),
          (NAN, -7.0, 1, 1.0, 1, -1.0, 1), (-0.0, 3.0, 1, 1.0, 1, -1.0, 1)],
         exact=True,
+        # each part replaced as a real number
+        complex_rows=[(complex(1.5, NAN), 2.0, 1, 100.0, 1, -100.0, 1), (complex(NAN, -INF), 0.0, 0, 9.0, 1, -9.0, 1),
+                      (complex(INF, -2.5), 0.0, 0, 100.0, 1, -100.0, 0), (complex(-0.0, 0.0), 3.0, 1, 1.0, 1, -1.0, 1)],
     ),
 }
 
@@ -157,17 +161,20 @@ def _call_block(label: str, functor: str, struct: str, op: str, group: str, rows
     out = []
     for index, row in enumerate(rows):
         operands, values = row[:arity], row[arity:]
-        lines = [f"    const {type_name} o{k} = make<{type_name}>({_literal(v)}, 0.0);" for k, v in enumerate(operands)]
+        lines = [f"    const {type_name} o{k} = make<{type_name}>({_literal(complex(v).real)}, {_literal(complex(v).imag)});"
+                 for k, v in enumerate(operands)]
+        # complex kernels take the struct for float (real scalars), as they are registered
+        params_type = "float" if group == "complex" else type_name
         inits = []
         pos = 0
         for _, kind in case.fields:
             if kind == "optional":
-                inits += [f"make<{type_name}>({_literal(values[pos])}, 0.0)", "true" if values[pos + 1] else "false"]
+                inits += [f"make<{params_type}>({_literal(values[pos])}, 0.0)", "true" if values[pos + 1] else "false"]
                 pos += 2
             else:
-                inits.append(f"make<{type_name}>({_literal(values[pos])}, 0.0)")
+                inits.append(f"make<{params_type}>({_literal(values[pos])}, 0.0)")
                 pos += 1
-        lines.append(f"    const {struct}<{type_name}> p{{{', '.join(inits)}}};")
+        lines.append(f"    const {struct}<{params_type}> p{{{', '.join(inits)}}};")
         args = ", ".join(f"o{k}" for k in range(arity))
         lines.append(f"    const auto r = {functor}{{}}({args}, p);")
         lines.append(f'    std::printf("value {label} {group} {type_name} %s {index}", type_name<std::decay_t<decltype(r)>>());')
@@ -218,7 +225,7 @@ def build_program(spelling: str = "qualified") -> str:
     for op, entry in sorted(CATALOG.items()):
         case = CASES[op]
         for group in entry.supports:
-            rows = {"float": case.rows, "bool": case.bool_rows}.get(group, case.int_rows)
+            rows = {"float": case.rows, "bool": case.bool_rows, "complex": case.complex_rows}.get(group, case.int_rows)
             assert rows, f"{op}: no rows for {group}"
             for type_name in PARAMS_TYPES[group]:
                 body += _call_block(op, f"{op}_functor", _struct(op), op, group, rows, type_name)
@@ -240,6 +247,7 @@ class Result:
     out_type: str
     index: int
     numbers: tuple
+    imag: tuple = ()  # the imaginary parts (complex types)
 
 
 @pytest.fixture(scope="module", params=sorted(SPELLINGS))
@@ -268,8 +276,13 @@ def shim_results(request, tmp_path_factory):
     for line in ran.stdout.splitlines():
         _, label, group, in_type, out_type, index, *numbers = line.split()
         values = tuple(float(numbers[i]) for i in range(0, len(numbers), 2))  # real parts
-        results.append(Result(label, group, in_type, out_type, int(index), values))
+        imag = tuple(float(numbers[i]) for i in range(1, len(numbers), 2))
+        results.append(Result(label, group, in_type, out_type, int(index), values, imag))
     return results
+
+
+# a complex type's parts are compared as its component type
+COMPLEX_TYPES = {"float2": "float", "half2": "half"}
 
 
 def _ok(got: float, want: float, type_name: str, exact: bool) -> bool:
@@ -301,12 +314,18 @@ def test_params_body_computes_the_cpu_values_for_every_registered_type(shim_resu
     for r in results:
         assert r.out_type == r.in_type, f"{label}: {r.in_type} in, {r.out_type} out"
         *args, got = r.numbers
+        if r.in_type in COMPLEX_TYPES:  # each part of the operands through the real reference
+            *args_imag, got_imag = r.imag
+            arity = _arity(op)
+            want_imag = case.ref(*args_imag[:arity], *args[arity:])
+            if not _ok(got_imag, want_imag, COMPLEX_TYPES[r.in_type], case.exact):
+                failures.append(f"{label} {r.in_type} imaginary part {tuple(args_imag)} -> {got_imag!r}, want {want_imag!r}")
         want = case.ref(*args)
         if r.in_type in INT_TYPES:
             want = float(int(want))
         elif r.in_type == "bool":
             want = float(bool(want))
-        if not _ok(got, want, r.in_type, case.exact):
+        if not _ok(got, want, COMPLEX_TYPES.get(r.in_type, r.in_type), case.exact):
             failures.append(f"{label} {r.in_type} {tuple(args)} -> {got!r}, want {want!r}")
     assert not failures, "\n".join(failures)
 

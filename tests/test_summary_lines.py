@@ -1,5 +1,7 @@
 """Every summary `path:line` is where the entry stands after the change, dry-run and written alike:
-for every golden case the file after the change is read at that line."""
+for every golden case (new-op, migrate, params, and the kernel family's list-macro goldens) the file
+after the change is read at that line: an added or kept entry's own text (a test-list entry: its
+quoted key), a removed one's line inside the file."""
 
 from __future__ import annotations
 
@@ -8,11 +10,16 @@ import re
 import pytest
 
 from support import copy_checkout, run_cli
+import test_list_macros
 from test_format import GOLDEN_CASES
 
 # kinds whose entry is in the file after the change (the rest report something removed: their line
 # is the one now standing where it was)
 ADDED = {"functor", "register", "host-stub", "include", "params-struct", "dispatch"}
+# test-list edits whose entry stands after the change (added, or with fewer dtypes): the line holds
+# its key, quoted (`SUPPORTED_COMPLEX_OPS['sgn']: ...` reads `"sgn",`)
+KEYED = {"added-complex", "removed-dtypes", "listed-dtypes"}
+_KEY = re.compile(r"^\w+\[(?P<key>'[^']*'|\"[^\"]*\")\]")
 _ROW = re.compile(r"^  (?P<path>\S+):(?P<line>\d+)\s{2,}(?P<kind>\S+)\s{2,}(?P<detail>.*)$")
 
 
@@ -47,6 +54,14 @@ def check_rows(root, rows) -> list[str]:
     for path, line, kind, detail in rows:
         lines = (root / path).read_text(encoding="utf-8").splitlines()
         assert 1 <= line <= len(lines) + 1, f"{path}:{line} is outside the file ({len(lines)} lines)"
+        if kind in KEYED:
+            key = _KEY.match(detail)
+            assert key, f"{path}:{line} {kind}: no key in {detail!r}"
+            quoted = key["key"][1:-1]
+            text = lines[line - 1] if line <= len(lines) else ""
+            if f'"{quoted}"' not in text and f"'{quoted}'" not in text:
+                wrong.append(f"{path}:{line} {kind} {detail!r} reads {text!r}")
+            continue
         if kind not in ADDED:
             continue
         want = _flat(entry_text(kind, detail))
@@ -98,3 +113,16 @@ def test_several_ops_in_one_file_point_at_the_finished_file(tmp_path):
     registers = [(path, line) for path, line, kind, detail in wet if kind == "register" and "(mish," in detail]
     assert len(registers) == 3 and len({line for _, line in registers}) == 3
     assert check_rows(root, wet) == []
+
+
+@pytest.mark.parametrize("case", sorted(test_list_macros.CASES))
+def test_list_macro_goldens_report_each_registration_at_its_line(tmp_path, case):
+    """The kernel family's own reports for the list-macro goldens (tests/golden/listmacro/), read in
+    the text it returns."""
+    functor, groups, _macros = test_list_macros.CASES[case]
+    change, _ = test_list_macros.plan(test_list_macros.DATA.read_text(encoding="utf-8"), functor, groups)
+    path = tmp_path / test_list_macros.REL
+    path.parent.mkdir(parents=True)
+    path.write_text(change.text, encoding="utf-8")
+    rows = [(c.location.path, c.location.line, c.kind, c.detail) for c in change.changes]
+    assert rows and check_rows(tmp_path, rows) == []

@@ -214,17 +214,26 @@ def test_integer_cases_that_do_not_divide_are_all_run(tmp_path):
 # Each catalog body, as new-op/migrate writes it, registered for every group it supports (a superset of
 # its default groups). logaddexp is already native in the fixture (its functor is the fixture's own).
 CATALOG = load_catalog()
-# params bodies (several scalars) are not run by `try` yet: it refuses them with the reason
-CATALOG_OPS = sorted(op for op, entry in CATALOG.items() if op != "logaddexp" and not entry.params)
+# params bodies (several scalars) are not run by `try` yet: it refuses them with the reason. The
+# miniature has no logical_not: its body's values are checked by tests/test_catalog.py and its
+# migration on the real files by tests/test_replay_214.py.
+NOT_IN_MINIATURE = frozenset({"logical_not"})
+CATALOG_OPS = sorted(op for op, entry in CATALOG.items()
+                     if op != "logaddexp" and not entry.params and op not in NOT_IN_MINIATURE)
 
 
 @pytest.fixture(scope="module")
 def every_catalog_body(tmp_path_factory) -> Path:
     root = copy_checkout(tmp_path_factory.mktemp("catalog-bodies"))
     for op in CATALOG_OPS:
-        groups = ",".join(CATALOG[op].supports)
-        if run_cli(["-C", str(root), "new-op", op, "--dtypes", groups]).exit_code != 0:
-            _apply(root, "migrate", op, "--dtypes", groups)
+        groups = CATALOG[op].supports
+        result = run_cli(["-C", str(root), "new-op", op, "--dtypes", ",".join(groups)])
+        if result.exit_code != 0 and "would never be called" in result.stderr:
+            # int2float for an op whose meta function keeps the input dtype (hypot): refused
+            groups = tuple(g for g in groups if g != "int2float")
+            result = run_cli(["-C", str(root), "new-op", op, "--dtypes", ",".join(groups)])
+        if result.exit_code != 0:
+            _apply(root, "migrate", op, "--dtypes", ",".join(groups))
     return root
 
 
@@ -240,14 +249,20 @@ def test_every_catalog_body_matches_torch_on_cpu(every_catalog_body, op):
     for r in report.results:
         assert r.status == "passed" or (r.status == "skipped" and "not implemented for" in r.note), (r.dtype, r.note)
     assert sum(r.cases for r in report.results if r.status == "passed") > 0
-    registered = {t for group in CATALOG[op].supports for t in METAL_INPUT_TYPES[group]}
+    registered = {t for group in CATALOG[op].supports for t in METAL_INPUT_TYPES[group]
+                  if not (op == "hypot" and group == "int2float")}  # refused: see every_catalog_body
     assert {r.metal_type for r in report.results} == registered
 
 
 @needs_compiler
 @needs_torch
-def test_a_dtype_the_cpu_op_lacks_is_compared_with_the_catalog_reference(every_catalog_body):
-    report = try_op(Checkout.find(every_catalog_body), "hypot", TryOptions(samples=4))
+def test_a_dtype_the_cpu_op_lacks_is_compared_with_the_catalog_reference(tmp_path):
+    # integer hypot kernels: the fixture's BinaryOps.cpp says hypot keeps the input dtype (so new-op
+    # refuses int2float as never called); without it (a checkout of a wheel's files) they are written
+    root = copy_checkout(tmp_path)
+    (root / "aten/src/ATen/native/BinaryOps.cpp").unlink()
+    _apply(root, "new-op", "hypot", "--dtypes", "float,int2float")
+    report = try_op(Checkout.find(root), "hypot", TryOptions(samples=4))
     ints = next(r for r in report.results if r.metal_type == "int")
     assert (ints.status, ints.out_type) == ("passed", "float")
     assert ints.note.startswith("torch 2.13.0+cpu CPU: aten::hypot refuses it (\"hypot_cpu\" not implemented for 'Int'); "

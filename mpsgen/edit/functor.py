@@ -117,6 +117,7 @@ class Body:
     defaults: tuple[str, ...]
     describe: str
     template: str = ""
+    output: str = ""  # the Metal output type of every registration ("": as the group says)
 
 
 def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
@@ -139,7 +140,8 @@ def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
             )
         if dtypes is not None:
             check_supported(entry, effective_groups(dtypes))
-        return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name)
+        return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name,
+                    entry.output)
     groups = effective_groups(dtypes) if dtypes else tuple(GROUPS)
     return Body("placeholder", groups, ("float",), "the placeholder body")
 
@@ -178,3 +180,45 @@ def fallback_notes(body, functions: frozenset[str]) -> tuple:
         return ()
     names = ", ".join(f"c10::metal::{name}" for name in missing)
     return (Note("info", f"{entry.op}_functor carries a local helper: this checkout's {C10_METAL_DIR} headers declare no {names}"),)
+
+
+# File-scope helpers of the catalog's complex overloads (templates/complex_helpers.metal.j2), in the
+# order they are written, with the helpers each one calls.
+SHARED_HELPERS = {
+    "complex_log1p_": (),
+    "complex_abs_": (),
+    "complex_log_abs_": ("complex_log1p_",),
+    "complex_sqrt_": ("complex_abs_",),
+}
+HELPERS_TEMPLATE = "complex_helpers.metal.j2"
+
+
+def shared_helpers(templates: Templates, functor_text: str, file_text: str, *,
+                   namespaces: NamespacePrefixes | None = None, c10_functions: frozenset[str] = frozenset()) -> str:
+    """The file-scope helpers `functor_text` calls that `file_text` (the kernel file as planned so
+    far) does not define yet, rendered to go before the functor: each written once per file and
+    reused by every later op; "" when none is missing. A helper the checkout's c10/metal has
+    (log1p) is called there instead (`c10_functions`)."""
+
+    wanted: list[str] = []
+
+    def want(name: str) -> None:
+        if name == "complex_log1p_" and "log1p" in c10_functions:
+            return
+        for dependency in SHARED_HELPERS[name]:
+            want(dependency)
+        if name not in wanted:
+            wanted.append(name)
+
+    for name in SHARED_HELPERS:
+        if re.search(rf"(?<![\w.]){name}\s*\(", functor_text):
+            want(name)
+    missing = [name for name in SHARED_HELPERS if name in wanted and not _defines(file_text, name)]
+    if not missing:
+        return ""
+    spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
+    return templates.render(HELPERS_TEMPLATE, which=missing, **spelling)
+
+
+def _defines(text: str, name: str) -> bool:
+    return re.search(rf"^[ \t]*(?:static[ \t]+)?inline[ \t]+\w+[ \t]+{name}[ \t]*\(", text, re.M) is not None

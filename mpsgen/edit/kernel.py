@@ -58,12 +58,16 @@ def groups_separated_by_blank_lines(text: str, kernel: KernelFile) -> bool:
     return separated > joined
 
 
-def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...], macros: frozenset[str], path: str) -> list[Registration]:
-    """The REGISTER_* lines that instantiate `name`'s functor for the dtype groups."""
+def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...], macros: frozenset[str], path: str,
+                      output: str = "") -> list[Registration]:
+    """The REGISTER_* lines that instantiate `name`'s functor for the dtype groups; `output`: the
+    output type of every one (bool for a logical op), else as the group says (`int2float`: float,
+    the others the input type)."""
     out: list[Registration] = []
     for group in groups:
         types = METAL_INPUT_TYPES[group]
-        if arity == 2 and not alpha and group in BINARY_GROUP_MACROS and BINARY_GROUP_MACROS[group] in macros:
+        if (arity == 2 and not alpha and not output and group in BINARY_GROUP_MACROS
+                and BINARY_GROUP_MACROS[group] in macros):
             out.append(Registration(BINARY_GROUP_MACROS[group], (name,)))
             continue
         if arity == 1:
@@ -78,7 +82,7 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
                 hint="this checkout's Metal vocabulary differs from what mpsgen knows; register the functor by hand",
             )
         for t in types:
-            out_type = "float" if group == "int2float" else t
+            out_type = output or ("float" if group == "int2float" else t)
             # alpha kernels: (input, alpha, output); the host passes alpha in the iterator's common
             # dtype, which is float for integer inputs of an op that promotes them to float
             args = (name, t, out_type, out_type) if alpha else (name, t, out_type)
@@ -123,38 +127,106 @@ def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrat
         suffix = newline if anchor < len(text) and text[anchor:anchor + len(newline)] != newline else ""
         spans.append((anchor, anchor, prefix + body + suffix))
         functor_end = anchor
-        changes.append(Change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0)), f"struct {functor}_functor"))
+        # the struct's own line (shared helpers the functor brings stand before it)
+        head = body.find(f"struct {functor}_functor")
+        lines_before = body.count(newline, 0, head) if head > 0 else 0
+        changes.append(Change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0) + lines_before),
+                              f"struct {functor}_functor"))
     missing = [reg for reg in registrations if not kernel.has_registration(reg)]
     macro_spans, macros, missing = join_list_macros(text, functor, missing, reading)
     spans.extend(macro_spans)
+    placed: list[Registration] = []
     if missing:
         guard = bfloat_guard(text, kernel)
-        plain = [reg for reg in missing if not (guard and "bfloat" in reg.args)]
-        guarded = [reg for reg in missing if guard and "bfloat" in reg.args]
-        lines = "".join(reg.render() + newline for reg in plain)
-        if guarded:
-            lines += guard + newline + "".join(reg.render() + newline for reg in guarded) + "#endif" + newline
-        if registration_macro:
-            lines = registration_macro.replace("\n", newline) + lines
-        if kernel.registrations:
-            anchor = max(off for _, off in kernel.registrations)
-            # the #endif closing a guarded group belongs to the block
-            rest = text[anchor:]
-            if rest.startswith("#endif"):
-                anchor += len(rest.split(newline, 1)[0]) + len(newline)
-            if groups_separated_by_blank_lines(text, kernel):
-                lines = newline + lines
-            spans.append((anchor, anchor, lines))
-            line = index.line_of(anchor) if anchor < len(text) else index.line_count + 1
-        else:
-            anchor = functor_end if functor_end is not None else len(text)
-            spans.append((anchor, anchor, newline + lines))
-            line = index.line_of(anchor)
-        changes.extend(Change("register", Location(path, line), reg.render()) for reg in missing)
+        separated = groups_separated_by_blank_lines(text, kernel)
+        first = True
+        for anchor, block in _family_blocks(text, kernel, missing, newline, functor):
+            plain = [reg for reg in block if not (guard and "bfloat" in reg.args)]
+            guarded = [reg for reg in block if guard and "bfloat" in reg.args]
+            lines = "".join(reg.render() + newline for reg in plain)
+            if guarded:
+                lines += guard + newline + "".join(reg.render() + newline for reg in guarded) + "#endif" + newline
+            if registration_macro and first:
+                lines = registration_macro.replace("\n", newline) + lines
+            if anchor is not None:
+                if separated:
+                    lines = newline + lines
+                spans.append((anchor, anchor, lines))
+            else:
+                anchor = functor_end if functor_end is not None else len(text)
+                spans.append((anchor, anchor, newline + lines))
+            placed.extend(block)
+            first = False
     new_text = replace_spans(text, [_at_unterminated_end(text, span, newline) for span in spans]) if spans else text
+    if placed:  # each at its line in the new text
+        changes.extend(Change("register", Location(path, _line_of_registration(new_text, reg)), reg.render())
+                       for reg in placed)
     if macros:
         changes.extend(_list_macro_changes(new_text, path, functor, macros))
     return FileChange(path, new_text, tuple(changes), tuple(notes))
+
+
+COMPLEX_METAL_TYPES = frozenset(METAL_INPUT_TYPES["complex"])
+
+
+def _family(reg: Registration) -> tuple[str, bool]:
+    """A registration's family: its macro, and whether it registers a complex type."""
+    return reg.macro, bool(COMPLEX_METAL_TYPES & set(reg.args))
+
+
+def _family_blocks(text: str, kernel: KernelFile, regs: list[Registration], newline: str, functor: str
+                   ) -> list[tuple[int | None, list[Registration]]]:
+    """Where the new registrations go, beside their family: the real ones and the complex ones, each
+    kind in one block, after the last run of the file's registrations (one functor's consecutive
+    lines) holding one of the block's first macro and kind, else of its kind, else after the file's
+    last registration (None: the file has none); never inside a conditional group (after its
+    `#endif`). Registrations naming a type of the file's own (a params
+    struct the op's macro typedefs) stay in one block, after their macro's calls."""
+    if not kernel.registrations:
+        return [(None, list(regs))]
+    conditional = conditions_by_line(text)
+    index = LineIndex(text)
+    runs: list[tuple[set, int]] = []  # (families, end offset)
+    previous = None
+    for reg, end in kernel.registrations:
+        name = reg.args[0] if reg.args else reg.macro
+        if runs and previous == name:
+            runs[-1] = (runs[-1][0] | {_family(reg)}, end)
+        else:
+            runs.append(({_family(reg)}, end))
+        previous = name
+
+    def after(end: int) -> int:
+        """Past the `#endif` of the conditional block the line ending at `end` sits in (or that
+        follows it at once), so that nothing joins a guarded group."""
+        line = index.line_of(max(end - 1, 0))
+        if text.startswith("#endif", end):
+            line += 1
+        while line < len(conditional) and conditional[line - 1]:
+            line += 1
+        return index.end_of(line) if line > index.line_of(max(end - 1, 0)) else end
+
+    last = after(max(end for _, end in kernel.registrations))
+    metal_types = {t for types in METAL_INPUT_TYPES.values() for t in types}
+    own_types = any(arg not in metal_types for reg in regs for arg in reg.args[1:])
+    kinds: dict[bool, list[Registration]] = {}
+    for reg in regs:
+        kinds.setdefault(False if own_types else _family(reg)[1], []).append(reg)
+    blocks: dict[int, list[Registration]] = {}
+    for is_complex, block in kinds.items():
+        family = _family(block[0])
+        same = [end for families, end in runs if family in families]
+        kind = [end for families, end in runs if any(f[1] == family[1] for f in families)]
+        anchor = after(same[-1]) if same else after(kind[-1]) if kind else last
+        blocks.setdefault(anchor, []).extend(block)
+    return list(blocks.items())
+
+
+def _line_of_registration(text: str, reg: Registration) -> int:
+    """The 1-based line of `text` where `reg` is written."""
+    at = re.search(rf"^[ \t]*{re.escape(reg.macro)}\s*\(\s*" + r"\s*,\s*".join(map(re.escape, reg.args)) + r"\s*\)",
+                   text, re.M)
+    return text.count("\n", 0, at.start()) + 1 if at else 1
 
 
 def _list_macro_changes(new_text: str, path: str, functor: str, used: list[ListMacro]) -> list[Change]:

@@ -57,8 +57,17 @@ def _norm(text: str) -> str:
     return _SPACE.sub("", text)
 
 
+# test-list edits whose entry stands after the change, reported as `TABLE['key']: added "key" ...`
+_KEYED_LIST_EDITS = frozenset({"added-complex", "removed-dtypes", "listed-dtypes"})
+_LIST_KEY = re.compile(r"""^\w+\[(['"])(?P<key>.*?)\1\]:""")
+
+
 def entry_key(change: Change) -> str:
-    """What the entry's own line says: the detail up to its explanation."""
+    """What the entry's own line says: the detail up to its explanation (a test-list entry: its
+    key, quoted)."""
+    listed = _LIST_KEY.match(change.detail) if change.kind in _KEYED_LIST_EDITS else None
+    if listed:
+        return f'"{listed["key"]}"'
     key = change.detail.split(" registers ", 1)[0]
     return key.split(" (", 1)[0] if not key.startswith(("static ", "REGISTER_")) else key
 
@@ -69,6 +78,8 @@ def holds(line_text: str, change: Change) -> bool:
     line, key = _norm(line_text.rstrip().removesuffix("\\")), _norm(entry_key(change))
     if not line or not key:
         return False
+    if change.kind in _KEYED_LIST_EDITS:  # a Python string, either quote
+        return key in line or key.replace('"', "'") in line
     return key in line or (len(line) >= _MIN_PREFIX and key.startswith(line))
 
 

@@ -79,7 +79,8 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
     if reason is None:
         return "kept", f"{kind} for {target} is about behaviour, not dtype coverage", ""
     why = reason(skip_message(decorator))
-    if not why.fixed:
+    out_fixed = why.fixes_out(test_name)
+    if not why.fixed and not out_fixed:
         return "kept", f"{kind} for {target}: {why.why_kept()}", ""
     if tested is None:
         return ("kept", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}), but the dtypes "
@@ -88,6 +89,9 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
     if unserved:
         return ("kept", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}), but the kernel does "
                 f"not register {', '.join(unserved)}: those would still fail (narrow it with dtypes=)", "")
+    if out_fixed:
+        return ("removed-decorator", f"{kind} for {target}: its reason is the out= behaviour ({why.quote!r}), which the "
+                "shared out kernel now serving MPS provides", "")
     return "removed-decorator", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}); the kernel adds it", why.quote
 
 

@@ -51,10 +51,16 @@ from mpsgen.textedit import LineIndex, newline_of, replace_spans
 # The c10 kernels a params functor is instantiated with (the params struct takes alpha's place).
 BASE_MACROS = {1: "REGISTER_UNARY_ALPHA_OP", 2: "REGISTER_BINARY_ALPHA_OP"}
 PARAMS_GROUPS = ("float", "integer", "bool")
+# complex too for a catalog body that serves it (`CatalogEntry.supports`), with the float struct
+CATALOG_PARAMS_GROUPS = ("float", "integer", "complex", "bool")
 # Metal types registered per group. bool is a group of its own, not part of `integer`: most of these
 # ops' CPU kernels take no bool, but where MPS tests one (threshold) it must not be lost.
 PARAMS_TYPES = {"float": ("float", "half", "bfloat"), "integer": ("long", "int", "short", "uchar", "char"),
-                "bool": ("bool",)}
+                "complex": ("float2", "half2"), "bool": ("bool",)}
+# complex kernels hold their scalars as real numbers: the struct instantiated for float (as upstream
+# registers nan_to_num for float2 and half2 with NanToNumParams_float), which the float group's
+# macro call typedefs
+COMPLEX_PARAMS_TYPE = "float"
 # The host kernel's dtype dispatch for the registered groups.
 DISPATCH_MACROS = {
     ("float",): "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, ",
@@ -63,6 +69,7 @@ DISPATCH_MACROS = {
     ("float", "bool"): "AT_DISPATCH_FLOATING_TYPES_AND3(kHalf, kBFloat16, kBool, ",
     ("integer", "bool"): "AT_DISPATCH_INTEGRAL_TYPES_AND(kBool, ",
     ("float", "integer", "bool"): "AT_DISPATCH_ALL_TYPES_AND3(kHalf, kBFloat16, kBool, ",
+    ("float", "complex"): "AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(kHalf, kBFloat16, ",
 }
 
 _STRUCT = re.compile(r"\bstruct\s+(\w+)\s*(?::[^{;]*)?\{")
@@ -227,22 +234,38 @@ def _first_block(found, index: LineIndex):
 # ---- the Metal side ------------------------------------------------------------------------------
 
 
-def registrations(spec: ParamsSpec, groups: tuple[str, ...]):
-    return [Registration(spec.macro, (t,)) for g in groups for t in PARAMS_TYPES[g]]
+def registrations(spec: ParamsSpec, groups: tuple[str, ...], functor: str):
+    """The registration lines: the op's macro per real type; complex types through the c10 alpha
+    macro with the struct the float call typedefs (`COMPLEX_PARAMS_TYPE`)."""
+    out = []
+    for g in groups:
+        for t in PARAMS_TYPES[g]:
+            if g == "complex":
+                real = f"{spec.struct}_{COMPLEX_PARAMS_TYPE}"
+                out.append(Registration(BASE_MACROS[spec.arity], (functor, t, real, t), g))
+            else:
+                out.append(Registration(spec.macro, (t,), g))
+    return out
 
 
 def params_groups(groups) -> tuple[str, ...]:
     """`groups` in registration order (bool stays a group of its own for params kernels)."""
-    return tuple(g for g in PARAMS_GROUPS if g in groups) + tuple(g for g in groups if g not in PARAMS_GROUPS)
+    return (tuple(g for g in CATALOG_PARAMS_GROUPS if g in groups)
+            + tuple(g for g in groups if g not in CATALOG_PARAMS_GROUPS))
 
 
-def check_groups(groups: tuple[str, ...]) -> None:
-    other = [g for g in groups if g not in PARAMS_GROUPS]
+def check_groups(groups: tuple[str, ...], allowed: tuple[str, ...] = PARAMS_GROUPS) -> None:
+    other = [g for g in groups if g not in allowed]
     if other:
         raise MpsgenError(
             f"dtype group {other[0]!r} is not generated for a params kernel (its struct holds the "
             "scalars in the input type, which is also the output type)",
             hint="use --dtypes float, integer and/or bool, and register other dtypes by hand",
+        )
+    if "complex" in groups and "float" not in groups:
+        raise MpsgenError(
+            "a params kernel registers complex types with the struct its float registration typedefs",
+            hint="register float as well",
         )
     if params_groups(groups) not in DISPATCH_MACROS:
         raise MpsgenError(
@@ -269,14 +292,16 @@ def find_params_body(*, op: str, name: str, params: ParamsSpec, expr: str | None
     operands and the params' names, or a placeholder."""
 
     field_names = tuple(f.name for f in params.fields)
+    entry = lookup(name) or lookup(op)
+    catalog_body = expr is None and entry is not None and bool(entry.params)
     if dtypes is not None:
-        check_groups(params_groups(dtypes))
+        check_groups(params_groups(dtypes), CATALOG_PARAMS_GROUPS if catalog_body and "complex" in entry.supports
+                     else PARAMS_GROUPS)
     if expr is not None:
         validate_expr(expr, OPERANDS[params.arity], extra=params.expr_names + ("params",))
         groups = params_groups(dtypes or ("float",))
         return Body("expr", groups, groups, "the --expr body")
-    entry = lookup(name) or lookup(op)
-    if entry is not None and entry.params:
+    if catalog_body:
         missing = [p for p in entry.params if p not in field_names]
         if missing or entry.arity != params.arity:
             raise MpsgenError(
@@ -286,7 +311,7 @@ def find_params_body(*, op: str, name: str, params: ParamsSpec, expr: str | None
             )
         if dtypes is not None:
             check_supported(entry, params_groups(dtypes))
-        supports = tuple(g for g in entry.supports if g in PARAMS_GROUPS)
+        supports = tuple(g for g in entry.supports if g in CATALOG_PARAMS_GROUPS)
         return Body("catalog", supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name)
     return Body("placeholder", params_groups(dtypes) if dtypes else PARAMS_GROUPS, ("float",), "the placeholder body")
 
@@ -325,10 +350,14 @@ def registration_macro(templates, params: ParamsSpec, name: str) -> str:
 
 
 def render_host_kernel(templates, *, function: str, iterator_type: str, kernel_name: str, params: ParamsSpec) -> str:
+    complex_ = "complex" in params.groups
+    inits = [i for f in params.fields for i in f.host_inits]
+    if complex_:  # complex kernels take the struct for float
+        inits = [re.sub(r"\bscalar_t\b", "value_t", i) for i in inits]
     return templates.render(
         "params_host_kernel.mm.j2", function=function, parameters=host_parameters(iterator_type, params),
-        struct=params.struct, inits=[i for f in params.fields for i in f.host_inits],
-        dispatch=DISPATCH_MACROS[tuple(g for g in PARAMS_GROUPS if g in params.groups)],
+        struct=params.struct, inits=inits, complex=complex_,
+        dispatch=DISPATCH_MACROS[tuple(g for g in CATALOG_PARAMS_GROUPS if g in params.groups)],
         exec_function=EXEC_WITH_PARAMS[params.arity], kernel_name=kernel_name,
     )
 
@@ -354,9 +383,10 @@ def choose_params_kernel(views, templates, spec, options):
         body = find_params_body(op=spec.op, name=spec.functor, params=params, expr=options.expr, dtypes=options.dtypes)
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
                            explicit=groups if existing else options.dtypes, body=body.describe,
-                           minimal=body.source == "placeholder", covers=covered_dtypes, allowed=PARAMS_GROUPS)
+                           minimal=body.source == "placeholder", covers=covered_dtypes,
+                           allowed=PARAMS_GROUPS + tuple(g for g in body.supports if g not in PARAMS_GROUPS))
     groups = params_groups(groups)
-    check_groups(groups)
+    check_groups(groups, CATALOG_PARAMS_GROUPS if "complex" in body.supports else PARAMS_GROUPS)
     notes_c10: tuple = ()
     if existing:
         text, regs = "", ()
@@ -366,7 +396,7 @@ def choose_params_kernel(views, templates, spec, options):
                                      c10_functions=checkout_functions(views.ws)).text
         notes_c10 = fallback_notes(body, checkout_functions(views.ws))
         check_macros(params, kernel.file.own_macros | views.c10_register_macros(), spec.kernel_file)
-        regs = tuple(registrations(params, groups))
+        regs = tuple(registrations(params, groups, spec.functor))
     params = replace(params, groups=groups)
     notes = tuple(
         Note("todo", f"{params.struct}.{field.name}: no catalog default for an unset {field.name}; the host passes "
@@ -380,7 +410,7 @@ def choose_params_kernel(views, templates, spec, options):
 def _groups_of_macro(kernel, params: ParamsSpec) -> tuple[str, ...]:
     """The groups an existing params functor is registered for through its own macro."""
     types = {reg.args[0] for reg, _ in kernel.registrations if reg.macro == params.macro and reg.args}
-    return tuple(g for g in PARAMS_GROUPS if types & set(PARAMS_TYPES[g]))
+    return tuple(g for g in CATALOG_PARAMS_GROUPS if types & set(PARAMS_TYPES[g]))
 
 
 # ---- scan ----------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.edit.dispatch import plan_dispatch
 from mpsgen.edit.expectations import plan_expectations, test_names
-from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor
+from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor, shared_helpers
 from mpsgen.edit.host import function_suffix, plan_host
 from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
 from mpsgen.edit.legacy import plan_legacy
@@ -29,7 +29,7 @@ from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.reduction import launcher_call, op_pairs, reduction_host_of, reduction_kernels_of, registration_macro
 from mpsgen.facts.resolve import OpSpec, Options
-from mpsgen.facts.rules import choose_groups
+from mpsgen.facts.rules import choose_groups, refuse_uncalled_groups
 from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
 from mpsgen.model import FileChange, Location, Note
 from mpsgen.read.c10lib import checkout_functions
@@ -77,6 +77,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
             )
         body = Body("existing", groups, groups, f"the existing {spec.functor}_functor")
     else:
+        refuse_uncalled_groups(spec.facts, options.dtypes)
         body = find_body(op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
                          expr=options.expr, dtypes=options.dtypes)
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
@@ -86,11 +87,16 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
         return KernelChoice("existing", "", (), torch_dtypes_for(groups))
 
     c10_functions = checkout_functions(views.ws)
+    kernel_text = views.ws.read(spec.kernel_file)
+    namespaces = namespace_prefixes(kernel_text)
     choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
-                            expr=options.expr, groups=groups,
-                            namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)), c10_functions=c10_functions)
+                            expr=options.expr, groups=groups, namespaces=namespaces, c10_functions=c10_functions)
+    # the helpers its complex overload calls, once per file (an earlier op may have written them)
+    helpers = shared_helpers(templates, choice.text, kernel_text, namespaces=namespaces, c10_functions=c10_functions)
+    choice = replace(choice, text=helpers + choice.text)
     macros = kernel.file.own_macros | views.c10_register_macros()
-    registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file)
+    registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file,
+                                      output=body.output)
     return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
                         notes=fallback_notes(body, c10_functions))
 

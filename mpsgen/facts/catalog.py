@@ -62,7 +62,10 @@ _FIELDS = {"arity": int, "dtypes": list, "supports": list, "template": str, "not
 # (nan_to_num's copies integer inputs), lists their groups: `served_by_shared_code = ["integer"]`.
 # The `c10::metal` functions a body calls where the checkout declares them (`c10 = ["log1p"]`),
 # else it keeps a local helper (mpsgen.read.c10lib).
-_OPTIONAL_FIELDS = {"params": list, "defaults": dict, "served_by_shared_code": list, "c10": list}
+# An op whose output dtype is bool whatever the input (logical, comparison, isnan-like ops) says
+# `output = "bool"`: every group registers its input types with a bool output.
+_OPTIONAL_FIELDS = {"params": list, "defaults": dict, "served_by_shared_code": list, "c10": list, "output": str}
+OUTPUTS = ("bool",)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class CatalogEntry:
     defaults: tuple[tuple[str, str], ...] = ()
     served_by_shared_code: tuple[str, ...] = ()  # dtype groups the shared host function serves itself
     c10: tuple[str, ...] = ()  # c10::metal functions the body calls where the checkout declares them
+    output: str = ""  # "bool": the op writes bool for every input; "": as the group says
 
     @property
     def template_name(self) -> str:
@@ -169,7 +173,14 @@ def _entry(op: str, table: object, path: Path, text: str, template_dir: Path) ->
     c10 = tuple(table.get("c10", ()))
     if not all(isinstance(name, str) and name.isidentifier() for name in c10):
         raise MpsgenError(f"catalog entry {op!r}: c10 must be c10::metal function names", location=where)
-    return CatalogEntry(op, table["arity"], dtypes, supports, table["template"], table["note"], params, defaults, served, c10)
+    output = table.get("output", "")
+    if output and output not in OUTPUTS:
+        raise MpsgenError(f"catalog entry {op!r}: output {output!r} is not one of {', '.join(OUTPUTS)}", location=where)
+    if output and "int2float" in supports:
+        raise MpsgenError(f"catalog entry {op!r}: an op with a {output} output has no int2float group", location=where,
+                          hint="name its integer inputs `integer`")
+    return CatalogEntry(op, table["arity"], dtypes, supports, table["template"], table["note"], params, defaults, served,
+                        c10, output)
 
 
 def _groups(op: str, key: str, names: list, where: Location) -> tuple[str, ...]:

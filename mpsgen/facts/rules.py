@@ -39,7 +39,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import lookup
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.read.cpp import mask_code, match_brace
-from mpsgen.read.cpuread import INT2FLOAT
+from mpsgen.read.cpuread import INT2FLOAT, SAME
 from mpsgen.read.opinfo import reference_dtypes, tested_dtypes
 from mpsgen.read.testlists import canonical_dtype
 
@@ -339,6 +339,55 @@ def int_to_float_reason(facts: OpFacts) -> str:
     return ""
 
 
+def bool_output_reason(facts: OpFacts, body_output: str = "") -> str:
+    """Why the op writes bool for every input ("" when nothing says so): the functor body's own
+    output type (the catalog's `output = "bool"`), else an OpInfo's `always_returns_bool=True`."""
+
+    if body_output == "bool":
+        return f"the catalog's {facts.op} body writes bool for every input"
+    ref = next((ref for ref in facts.refs if ref.kind != "python-ref" and ref.always_returns_bool), None)
+    return f"its OpInfo at {ref.location} says always_returns_bool" if ref is not None else ""
+
+
+def refuse_uncalled_groups(facts: OpFacts, requested: tuple[str, ...] | None, body_output: str = "") -> None:
+    """Refuse (exit 2, before anything is planned) a requested `--dtypes` group whose kernels the
+    op never looks up, as its meta function (or the catalog) decides the output dtype: `int2float`
+    (integer in, float out) for an op whose CPU meta function keeps the input dtype (an integer
+    input looks up an integer-output kernel) or that writes bool. The hint is the request without
+    that group."""
+
+    if not requested or "int2float" not in requested:
+        return
+    cpu = facts.cpu_output
+    bool_reason = bool_output_reason(facts, body_output)
+    if bool_reason:
+        why = f"{facts.op} writes bool for every input ({bool_reason})"
+    elif cpu.kind == SAME and not int_to_float_reason(facts):
+        why = (f"{facts.op} keeps the input dtype (its CPU meta function at {cpu.location} builds the iterator "
+               f"without promoting integers), so an integer input looks up an integer-output kernel")
+    else:
+        return
+    rest = [g for g in requested if g != "int2float"]
+    works = ",".join(rest) or "float"
+    raise MpsgenError(
+        f"{why}: dtype group 'int2float' registers integer-in, float-out kernels that would never be called",
+        location=facts.entries[0].location,
+        hint=f"pass --dtypes {works}; nothing was written",
+    )
+
+
+def cpu_takes_complex(facts: OpFacts, defaults: tuple[str, ...]) -> bool:
+    """The op's CPU kernel takes complex inputs: the body's default groups (the catalog's, what
+    upstream registers) hold complex, or an OpInfo's CPU dtypes do. Complex kernels are then
+    registered where the body serves them, tested on MPS or not (nan_to_num's OpInfo tests no
+    complex; CPU and 2.14's MPS kernel take it)."""
+
+    if "complex" in defaults:
+        return True
+    reference = reference_dtypes_of(facts)
+    return bool(reference and reference & COMPLEX)
+
+
 def choose_groups(
     views: Views,
     facts: OpFacts,
@@ -384,6 +433,8 @@ def choose_groups(
         groups = defaults
     else:
         groups = groups_for_dtypes(exp.tested, supports, promotes, covers) or defaults
+        if "complex" in supports and "complex" not in groups and cpu_takes_complex(facts, defaults):
+            groups = tuple(g for g in GROUPS if g in groups or g == "complex")
     lost = sorted(exp.expected - covers(groups) - served_by_shared_code(facts))
     if lost:
         where = exp.source or "the default float32/float16"
@@ -422,8 +473,19 @@ _OTHER_BEHAVIOUR = re.compile(
     re.IGNORECASE,
 )
 
+# the out= behaviour test_out / test_out_warning check, which the shared out kernel (structured, or
+# a `CPU, CUDA` one resizing with at::native::resize_output) provides: a device mismatch raised, a
+# wrong-shaped out resized (with its warning)
+_OUT_BEHAVIOUR = re.compile(
+    r"\bout\.device\b|Resized\s+a\s+non-empty\s+tensor|did\s+not\s+warn"
+    r"|attribute\s+'(?:shape|stride)'\s+do\s+not\s+match",
+    re.IGNORECASE,
+)
+OUT_TESTS = frozenset({"test_out", "test_out_warning"})
+
 # Reason kinds (`Reason.kind`)
 MISSING_OP = "missing-op"  # MPS lacks the op (or an overload the change serves): the kernel fixes it
+OUT_BEHAVIOUR = "out-behaviour"  # test_out's out= checks, failing in the separate MPS out kernel
 OTHER_OP = "other-op"  # MPS lacks another operator, or an overload the change does not serve
 AMBIGUOUS = "ambiguous"  # says MPS lacks something, but not clearly (only) this op
 OTHER = "other"  # about some other behaviour
@@ -442,6 +504,11 @@ class Reason:
     def fixed(self) -> bool:
         return self.kind == MISSING_OP
 
+    def fixes_out(self, test_name: str) -> bool:
+        """An expectation on `test_name` with this reason goes with a change moving the out= entry
+        to the shared kernel: the reason is the out= behaviour test_out/test_out_warning check."""
+        return self.kind == OUT_BEHAVIOUR and test_name in OUT_TESTS
+
     overload: bool = False  # OTHER_OP: the operator is an overload of the op the change does not serve
 
     def why_kept(self) -> str:
@@ -454,6 +521,8 @@ class Reason:
             return f"its reason is that MPS lacks {what} ({self.quote!r})"
         if self.kind == AMBIGUOUS:
             return f"its reason says MPS lacks an operator but may be about more (dtypes, behaviour); check it by hand ({self.quote!r})"
+        if self.kind == OUT_BEHAVIOUR:
+            return f"its reason is the out= behaviour of test_out, not a missing operator ({self.quote!r})"
         if self.kind == OTHER:
             return f"its reason is other behaviour, not a missing operator ({self.quote!r})"
         return "no stated reason says MPS lacks the op"
@@ -484,6 +553,9 @@ class MissingOpRule:
 
     served: frozenset[str]
     bases: frozenset[str]
+    # the change moves an out= entry from a separate MPS kernel to the shared one: a reason that is
+    # the out= behaviour test_out checks is then `OUT_BEHAVIOUR`, fixed for those tests (`fixes_out`)
+    shared_out: bool = False
 
     def judge(self, lines: str, message: str = "", *, entry_is_op: bool = False) -> Reason:
         """The reason stated by comment `lines` and a skip's `message`."""
@@ -520,6 +592,8 @@ class MissingOpRule:
         if others or "downstream" in text.lower():  # waits on another operator
             name = others[0] if others else ""
             return Reason(OTHER_OP, text, name, overload=bool(name) and self._overload(name))
+        if self.shared_out and _OUT_BEHAVIOUR.search(text):
+            return Reason(OUT_BEHAVIOUR, text)
         return Reason(OTHER, text)
 
     def _overload(self, name: str) -> bool:
@@ -578,5 +652,14 @@ def served_overloads(facts: OpFacts, *, after_change: bool) -> frozenset[str]:
     return frozenset(direct | {e.name for e in facts.entries if (e.structured_delegate or "") in direct})
 
 
+def moves_out_to_shared_kernel(facts: OpFacts) -> bool:
+    """The op has an out= entry (`Tensor(a!) out` in its schema) served on MPS by a separate
+    `MPS: x_mps` kernel and a shared `CPU, CUDA` kernel the change gives MPS."""
+    legacy = {site.entry.name for site in facts.legacy}
+    shared = {site.entry.name for site in facts.shared}
+    return any(e.name in legacy and e.name in shared and re.search(r"!\)\s+out\b", e.schema) for e in facts.entries)
+
+
 def missing_op_rule(facts: OpFacts, *, after_change: bool) -> MissingOpRule:
-    return MissingOpRule(served_overloads(facts, after_change=after_change), frozenset(e.base for e in facts.entries))
+    return MissingOpRule(served_overloads(facts, after_change=after_change), frozenset(e.base for e in facts.entries),
+                         shared_out=after_change and moves_out_to_shared_kernel(facts))

@@ -96,6 +96,7 @@ class OpInfoRef:
     torch_opinfo_name: str | None = None  # python refs: the OpInfo they point at
     call: str = ""  # the class called, also for python refs
     promotes_int_to_float: bool = False  # `promotes_int_to_float=True`: integer inputs give float
+    always_returns_bool: bool = False  # `always_returns_bool=True`: the output is bool for every input
 
 
 def _line_of(text: str, offset: int, lines: LineIndex | None = None) -> int:
@@ -281,6 +282,7 @@ def _read_call(text: str, path: str, start: int, end: int, lines: LineIndex | No
         torch_opinfo_name=torch_opinfo_name,
         call=cls,
         promotes_int_to_float=_is_true(kwargs.get("promotes_int_to_float")),
+        always_returns_bool=_is_true(kwargs.get("always_returns_bool")),
     )
 
 

@@ -76,6 +76,10 @@ def ref_sign(x):
     return float((x > 0) - (x < 0))
 
 
+def ref_logical_not(x):
+    return x == 0
+
+
 def ref_sgn(x):
     if isinstance(x, complex):
         return 0j if x == 0 else x / abs(x)
@@ -187,6 +191,7 @@ REFERENCES = {
     "asinh": ref_asinh,
     "acosh": ref_acosh,
     "atanh": ref_atanh,
+    "logical_not": ref_logical_not,
     "frac": ref_frac,
     "sgn": ref_sgn,
     "sign": ref_sign,

@@ -1,0 +1,122 @@
+"""A released PyTorch's macOS arm64 wheel as ground truth: the files mpsgen edits as that release
+shipped them (native_functions.yaml, common_mps.py, common_methods_invocations.py) and the Metal
+kernels its `libtorch_cpu.dylib` compiled, read as (input, output) pairs per functor.
+
+The wheel (about 111 MB) is fetched at test time with pip (`PIP_CONFIG_FILE` pointed at the null
+device, so a machine's pip constraints cannot hide a release) into the tests' wheel cache
+(`$MPSGEN_WHEEL_CACHE`, else ~/.cache/mpsgen-wheel) under `macos-arm64/`; what the tests read is
+extracted once next to it (`release-<version>/`). `release_files` raises `Unavailable` saying why
+when the wheel cannot be had; the caller skips (a failure under CI=true).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+PLATFORM = "macosx_14_0_arm64"
+DYLIB = "torch/lib/libtorch_cpu.dylib"
+# wheel member -> file name in the extracted release directory
+MEMBERS = {
+    "torchgen/packaged/ATen/native/native_functions.yaml": "native_functions.yaml",
+    "torch/testing/_internal/common_mps.py": "common_mps.py",
+    "torch/testing/_internal/common_methods_invocations.py": "common_methods_invocations.py",
+}
+KERNEL_NAMES = "kernel_names.txt"
+
+METAL_TYPES = ("float", "half", "bfloat", "long", "int", "short", "uchar", "char", "bool", "float2", "half2")
+_TYPE = "|".join(METAL_TYPES)
+# `<functor>_dense_<out>_<in>`, a params kernel with `_<Struct>_<type>` after it (the struct's name
+# has capitals, which no other host name part has)
+_DENSE = re.compile(
+    rf"(?P<functor>[a-z0-9_]+?)_dense_(?P<out>{_TYPE})_(?P<inp>{_TYPE})(?:_(?P<params>[A-Z][A-Za-z0-9]*)_(?:{_TYPE}))?"
+)
+_STRING = re.compile(rb"(?<=\x00)[A-Za-z0-9_]+(?=\x00)")
+# host functions of MPS kernels behind a stub (`mps_asinh_kernel`: upstream's MPSGraph kernel for asinh)
+_HOST_KERNEL = re.compile(r"mps_[a-z0-9_]+_kernel")
+
+
+class Unavailable(Exception):
+    """The release's wheel cannot be had here (the message says why)."""
+
+
+def wheel_cache() -> Path:
+    base = Path(os.environ.get("MPSGEN_WHEEL_CACHE") or Path.home() / ".cache" / "mpsgen-wheel")
+    return base / "macos-arm64"
+
+
+def mac_wheel(version: str, cache: Path) -> Path:
+    pattern = f"torch-{version}-*-{PLATFORM}.whl"
+    found = sorted(cache.glob(pattern))
+    if found:
+        return found[0]
+    cache.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PIP_CONFIG_FILE=os.devnull)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", f"torch=={version}", "--platform", PLATFORM,
+             "--only-binary=:all:", "-d", str(cache)],
+            capture_output=True, text=True, timeout=900, env=env,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise Unavailable(f"pip download torch=={version} failed: {exc}") from exc
+    found = sorted(cache.glob(pattern))
+    if result.returncode != 0 or not found:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no wheel downloaded"]
+        raise Unavailable(f"macOS arm64 torch {version} wheel: {tail[0]}")
+    return found[0]
+
+
+def kernel_names(dylib: bytes) -> list[str]:
+    """The `_dense_` Metal kernel host names and the `mps_<op>_kernel` host function names in a
+    dylib's bytes (NUL-terminated strings), sorted."""
+    found = {m.group(0).decode() for m in _STRING.finditer(dylib)}
+    return sorted(name for name in found if _DENSE.fullmatch(name) or _HOST_KERNEL.fullmatch(name))
+
+
+def release_files(version: str) -> Path:
+    """The release's files (MEMBERS) and its kernel names (`kernel_names` (KERNEL_NAMES, one a line),
+    extracted from its macOS wheel once into the cache."""
+    cache = wheel_cache()
+    out = cache / f"release-{version}"
+    if all((out / name).is_file() for name in [*MEMBERS.values(), KERNEL_NAMES]):
+        return out
+    wheel = mac_wheel(version, cache)
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            out.mkdir(parents=True, exist_ok=True)
+            for member, name in MEMBERS.items():
+                (out / name).write_bytes(archive.read(member))
+            names = kernel_names(archive.read(DYLIB))
+    except (OSError, zipfile.BadZipFile, KeyError) as exc:
+        raise Unavailable(f"{wheel}: {exc}") from exc
+    if not names:
+        raise Unavailable(f"no Metal kernel names found in {wheel}:{DYLIB}")
+    (out / KERNEL_NAMES).write_text("\n".join(names) + "\n", encoding="utf-8")
+    return out
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """functor -> the (input, output) Metal types of its `_dense_` kernels, and its params struct."""
+
+    pairs: dict[str, frozenset[tuple[str, str]]]
+    params: dict[str, str]
+
+
+def compiled_pairs(names: list[str]) -> Compiled:
+    pairs: dict[str, set[tuple[str, str]]] = {}
+    params: dict[str, str] = {}
+    for name in names:
+        m = _DENSE.fullmatch(name)
+        if m is None:
+            continue
+        pairs.setdefault(m["functor"], set()).add((m["inp"], m["out"]))
+        if m["params"]:
+            params[m["functor"]] = m["params"]
+    return Compiled({k: frozenset(v) for k, v in pairs.items()}, params)
