@@ -1,5 +1,7 @@
-"""new-op and migrate against the real PyTorch 2.13.0 yaml, stub headers, c10/metal headers and
-test lists (the wheel does not ship .metal/.mm files: those come from our fixture)."""
+"""new-op and migrate against the real PyTorch yaml, stub headers, c10/metal headers and test lists
+(the wheel does not ship .metal/.mm files: those come from our fixture). The cases of ops that 2.15
+already serves natively (asinh, mish, softplus, ...; heaviside and the special_* polynomials gained
+MPS) run on the older release, 2.13.0, where they are still to do; the others on 2.15.0."""
 
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ def _git_apply_check(root, diff: str) -> None:
 
 @pytest.mark.parametrize("op", ["heaviside", "special_ndtri", "special_log_ndtr", "special_airy_ai",
                                 "special_laguerre_polynomial_l", "special_legendre_polynomial_p", "glu_jvp"])
-def test_new_op_on_real_yaml_is_minimal_and_git_applicable(real_checkout, op):
+def test_new_op_on_real_yaml_is_minimal_and_git_applicable(real_checkout_older, op):
+    real_checkout = real_checkout_older
     before = snapshot(real_checkout)
     result = run_cli(["-C", str(real_checkout), "new-op", op, "--dry-run"])
     assert result.exit_code == 0, result.stderr
@@ -44,7 +47,8 @@ def test_new_op_on_real_yaml_is_minimal_and_git_applicable(real_checkout, op):
 
 
 @pytest.mark.parametrize("op", ["sgn", "frac", "asinh", "acosh", "atanh", "mish", "sigmoid_backward", "tanh_backward"])
-def test_migrate_on_real_yaml_and_test_lists(real_checkout, op):
+def test_migrate_on_real_yaml_and_test_lists(real_checkout_older, op):
+    real_checkout = real_checkout_older
     result = run_cli(["-C", str(real_checkout), "migrate", op, "--dry-run"])
     assert result.exit_code == 0, result.stderr
     yaml_lines = _file_section(result.stdout, NF)
@@ -89,7 +93,8 @@ PARAMS_OPS = {
 
 
 @pytest.mark.parametrize("op", sorted(PARAMS_OPS))
-def test_params_struct_lands_in_the_real_header_and_the_diff_applies(real_checkout, op):
+def test_params_struct_lands_in_the_real_header_and_the_diff_applies(real_checkout_older, op):
+    real_checkout = real_checkout_older
     header, struct, fields = PARAMS_OPS[op]
     result = run_cli(["-C", str(real_checkout), "migrate", op, "--dry-run"])
     assert result.exit_code == 0, result.stderr
