@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from mpsgen.edit.testlists import TestListChange
+from mpsgen.facts.rules import BACKEND_DTYPE
 from mpsgen.model import Location
 from mpsgen.read.opinfo import (
     FAILURE_DECORATORS,
@@ -71,6 +72,9 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
             return "kept", (f"{kind} for {target}: the CPU reference does not support {', '.join(beyond_cpu)}, "
                             "so the test keeps failing whatever the kernel registers"), ""
         missing = sorted(relevant - covered)
+        stated = reason(skip_message(decorator)) if reason is not None and relevant and not missing else None
+        if stated is not None and stated.kind == BACKEND_DTYPE:
+            return "kept", f"{kind} for {target}: {stated.why_kept()}", ""
         if relevant and not missing:
             return "removed-decorator", f"{kind} for {target} on {', '.join(sorted(relevant))}: now registered", ""
         return "kept", f"{kind} for {target}: the kernel does not register {', '.join(missing or sorted(dtypes))}", ""

@@ -43,7 +43,7 @@ from mpsgen.read.metalread import KernelReading, read_kernel
 from mpsgen.read.nfyaml import DispatchLine, NativeFunctions, YamlEntry
 from mpsgen.read.opinfo import find_opinfos, names_index, scan_calls
 from mpsgen.read.stubs import Stub, find_stub, read_stubs, split_params
-from mpsgen.read.testlists import complex_set_keys, declared_dtypes, parse_testlists
+from mpsgen.read.testlists import ComplexList, complex_list, declared_dtypes, parse_testlists
 from mpsgen.textedit import LineIndex
 
 OPINFO_DEFINITIONS = "torch/testing/_internal/opinfo/definitions"
@@ -476,10 +476,11 @@ class Views:
             return ()
         return declared_dtypes(self.testlists_parse(), frozenset(keys))
 
-    def complex_keys(self) -> frozenset[str]:
+    def complex_list(self) -> ComplexList | None:
+        """common_mps.py's complex list (`mpsgen.read.testlists.complex_list`), None without one."""
         if not self.ws.exists(COMMON_MPS):
-            return frozenset()
-        return self.view("complex", COMMON_MPS, lambda text: complex_set_keys(self.testlists_parse()))
+            return None
+        return self.view("complex", COMMON_MPS, lambda text: complex_list(self.testlists_parse()))
 
     def opinfo_files(self) -> list[str]:
         def build() -> list[str]:

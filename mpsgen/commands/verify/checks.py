@@ -219,6 +219,8 @@ _TEST_LIST_FINDINGS = {
                       "list exactly the dtypes that still fail"),
     "added-complex": ("the kernel registers complex dtypes but {key!r} is not in {dict}",
                       "add {key!r} to {dict}"),
+    "removed-complex": ("the kernel registers complex dtypes but {key!r} is still in {dict}",
+                        "remove {key!r} from {dict} (its complex tests pass: unexpected successes fail CI)"),
     "removed-decorator": ("OpInfo {key!r} still has an MPS expected failure/skip the kernel fixes: {detail}",
                           "remove the DecorateInfo"),
 }
