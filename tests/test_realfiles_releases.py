@@ -57,3 +57,19 @@ def test_migrate_sgn_on_2_13_keeps_conversion_failures_and_its_supported_key(rea
     assert after[CMI] == before[CMI]
     assert after[COMMON_MPS].decode().count('"sgn",') == before[COMMON_MPS].decode().count('"sgn",')
     assert "kept skips['_refs.sgn']" in result.output
+
+
+@pytest.mark.parametrize("checkout", ["real_checkout", "real_checkout_older"])
+def test_round_decimals_variants_are_not_the_round_kernels(checkout, request):
+    """`rounddecimals_0` passes `decimals=0`: it calls `round.decimals`, whose stub is not `round_stub`;
+    its integer expected failure (kept by upstream in 2.13 and 2.15) is not round's to judge."""
+    from mpsgen.edit.workspace import Workspace
+    from mpsgen.facts.rules import test_keys
+    from mpsgen.facts.views import Views, read_op
+    from mpsgen.read.checkout import Checkout
+
+    root = request.getfixturevalue(checkout)
+    assert '"rounddecimals_0"' in _read(root, COMMON_MPS)
+    facts = read_op(Views(Workspace(Checkout(root))), "round")
+    assert facts.stub.name == "round_stub"
+    assert test_keys(facts) == ("round",)

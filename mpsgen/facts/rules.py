@@ -435,6 +435,14 @@ _BACKEND_DTYPE = re.compile(
     re.IGNORECASE,
 )
 
+# a reason about the numbers a dtype gives (closeness, precision, inf/NaN), which registering the dtype
+# does not change: "Tensor-likes are not close! Greatest absolute difference: inf"
+_NUMERICAL = re.compile(
+    r"not\s+close|precision|accura|toleran|greatest\s+(?:absolute|relative)\s+difference|mismatch|\binf\b|\bnans?\b"
+    r"|overflow|underflow|high\s+errors?",
+    re.IGNORECASE,
+)
+
 # Reason kinds (`Reason.kind`)
 BACKEND_DTYPE = "backend-dtype"  # the backend cannot hold or convert a dtype: stays whatever the kernel registers
 MISSING_OP = "missing-op"  # MPS lacks the op (or an overload the change serves): the kernel fixes it
@@ -457,6 +465,11 @@ class Reason:
         return self.kind == MISSING_OP
 
     overload: bool = False  # OTHER_OP: the operator is an overload of the op the change does not serve
+
+    @property
+    def numerical(self) -> bool:
+        """The reason is about the numbers a dtype gives (not close, precision, inf/NaN), not a missing kernel."""
+        return self.kind in (OTHER, AMBIGUOUS) and bool(_NUMERICAL.search(self.quote))
 
     def why_kept(self) -> str:
         """Why an expectation with this reason stays (OTHER_OP, AMBIGUOUS, OTHER, NO_REASON)."""

@@ -709,9 +709,35 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
         kernel_files=tuple(kernel_files),
         registered=registered,
         unreadable=tuple(unreadable),
-        opinfos=views.opinfos(op),
+        opinfos=reaching_stub(views.opinfos(op), entries, found),
         cpu_reader=lambda: cpu_output(views, op, entries),
     )
+
+
+def stub_serves(entry: YamlEntry, stub: Stub) -> bool:
+    """Whether the stub can carry the overload's arguments: as many scalars besides the iterator as
+    the overload has non-tensor arguments (`round_stub` takes none: `round.decimals` has `decimals`)."""
+    scalars = [name for type_, name, kwarg_only in entry.arguments if not type_.startswith("Tensor") and not (kwarg_only and "!" in type_)]
+    return len(scalars) == len(stub.params) - 1
+
+
+def reaching_stub(opinfos: tuple[tuple[str, tuple], ...], entries, stub: Stub | None) -> tuple[tuple[str, tuple], ...]:
+    """The OpInfos whose calls reach the op's stub: a variant whose samples pass keyword arguments
+    (`rounddecimals_0`: `decimals=0`) calls the overloads whose schemas take them; when none of those
+    is one the stub serves (`round.decimals` through `round_decimals_stub`, not `round_stub`), its tests
+    are another kernel's and it is left out. Variants without keywords stay."""
+    if stub is None:
+        return opinfos
+    out = []
+    for rel, refs in opinfos:
+        kept = []
+        for ref in refs:
+            wanted = set(ref.call_keywords)
+            calls = [e for e in entries if wanted <= {name for _type, name, _kw in e.arguments}] if wanted else list(entries)
+            if not wanted or any(stub_serves(e, stub) for e in calls):
+                kept.append(ref)
+        out.append((rel, tuple(kept)))
+    return tuple(out)
 
 
 def all_native_ops(views: Views) -> tuple[str, ...]:
