@@ -45,6 +45,8 @@ from mpsgen.read.cpuread import INT2FLOAT
 from mpsgen.read.opinfo import reference_dtypes, tested_dtypes
 from mpsgen.read.testlists import canonical_dtype
 
+# code that builds or runs an MPSGraph (a host function serving its op without a Metal kernel)
+MPSGRAPH = re.compile(r"\bMPSGraph\w*|\bMPSCachedGraph\b|\bLookUpOrCreateCachedGraph\b|\brunMPSGraph\b|\bmpsGraph\b")
 FLOATS = frozenset(TORCH_DTYPES["float"])
 INTEGERS = frozenset(TORCH_DTYPES["integer"])
 COMPLEX = frozenset(TORCH_DTYPES["complex"])

@@ -138,18 +138,22 @@ class HostFunction:
 
 
 _REGISTER_DISPATCH = re.compile(r"^[ \t]*REGISTER_DISPATCH\s*\(\s*(\w+)\s*,\s*&?\s*(\w+)\s*\)(\s*;)?[ \t]*\r?$", re.M)
-_HELPER_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+_DISPATCH)\((\w+)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+_HELPER_MACRO = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+)\((\w+)((?:\s*,\s*\w+)*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
 _EXEC = re.compile(r"\bexec_\w+_kernel\w*\s*\(\s*[\w.]+\s*,\s*\"(\w+)\"")
 
 
 def helper_macros(text: str) -> list[tuple[str, str, str]]:
-    """A file's one-line registration helpers: `#define REGISTER_X_DISPATCH(NAME) ...
-    exec_..._kernel(iter, #NAME) ... REGISTER_DISPATCH(NAME##_stub, ...)` as (macro, param, body)."""
+    """A file's one-line registration helpers, as (macro, param, body): `#define REGISTER_X_DISPATCH(NAME)
+    ... exec_..._kernel(iter, #NAME) ... REGISTER_DISPATCH(NAME##_stub, ...)`, or one defining an
+    MPSGraph kernel per op, `#define REGISTER_MPS_UNARY_STUB(func, mps_func) static void
+    mps_##func##_kernel(...) {...} REGISTER_DISPATCH(func##_stub, mps_##func##_kernel)` (its first
+    parameter names the stub; the others are the op's own words)."""
     out = []
     for match in _HELPER_MACRO.finditer(text):
-        body = match.group(3)
+        body = match.group(4)
         param = match.group(2)
-        if f"{param}##_stub" in body.replace(" ", "") and f"#{param}" in body:
+        if re.search(rf"\bREGISTER_DISPATCH\s*\(\s*{param}\s*##\s*_stub\b", body):
             out.append((match.group(1), param, body))
     return out
 
@@ -175,7 +179,7 @@ class HostView:
             regs.append(Registration(match.group(1), match.group(2), Location(path, line)))
         helpers = tuple(helper_macros(text))
         for macro, _param, _body in helpers:
-            for m in re.finditer(rf"^{macro}\((\w+)\)\s*;?[ \t]*\r?$", masked, re.M):
+            for m in re.finditer(rf"^{macro}\((\w+)(?:\s*,\s*\w+)*\)\s*;?[ \t]*\r?$", masked, re.M):
                 line = masked.count("\n", 0, m.end()) + 1
                 regs.append(Registration(f"{m.group(1)}_stub", f"{macro}({m.group(1)})", Location(path, line)))
         return cls(path, text, masked, tuple(regs), helpers)

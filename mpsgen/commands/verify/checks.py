@@ -13,7 +13,7 @@ from mpsgen.edit.expectations import plan_test_lists
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.resolve import FAMILY_FILES
-from mpsgen.facts.rules import host_routing, missing_coverage
+from mpsgen.facts.rules import MPSGRAPH, host_routing, missing_coverage
 from mpsgen.facts.views import OpFacts, Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, NATIVE_FUNCTIONS, Checkout
@@ -121,6 +121,8 @@ def _check_stub(views: Views, f: OpFacts, settings: CheckSettings):
 def _check_kernel_name(views: Views, f: OpFacts, settings: CheckSettings):
     if f.host is None:
         return "no single MPS registration to follow (see stub-registration)"
+    if not f.host.kernel and MPSGRAPH.search(mask_code(f.host.body)):
+        return f"{f.host.name} ({f.host.location}) serves the stub with MPSGraph: no Metal kernel to check"
     if not f.host.kernel:
         return [Finding("kernel-name", f.op, f.host.location,
                         f"{f.host.name} calls no lib.exec_*_kernel(iter, \"<name>\")",
@@ -143,7 +145,7 @@ def _functor_location(views: Views, f: OpFacts) -> Location:
 
 
 def _check_dtypes(views: Views, f: OpFacts, settings: CheckSettings):
-    if f.host is None or not f.kernel_files:
+    if f.host is None or not f.kernel_files or not f.host.kernel:
         return "no functor to read (see kernel-name)"
     where = _functor_location(views, f)
     if not f.registered_dtypes:
