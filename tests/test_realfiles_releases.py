@@ -73,3 +73,31 @@ def test_round_decimals_variants_are_not_the_round_kernels(checkout, request):
     facts = read_op(Views(Workspace(Checkout(root))), "round")
     assert facts.stub.name == "round_stub"
     assert test_keys(facts) == ("round",)
+
+
+# what scan finds ready on the 2.15 real-size checkout (the wheel's files + the miniature's host and
+# kernel files): the miniature's ops that 2.15 still serves with MPSGraph
+READY_2_15 = ("frac", "sign", "sgn", "threshold", "hardtanh_backward")
+
+
+def test_scan_ready_candidates_of_2_15(real_checkout):
+    import json
+
+    result = run_cli(["-C", str(real_checkout), "scan", "--tier", "ready", "--json"])
+    assert result.exit_code == 0, result.output
+    assert tuple(json.loads(result.stdout)["candidates"]) == READY_2_15
+
+
+@pytest.mark.parametrize("op", READY_2_15)
+def test_each_ready_candidate_of_2_15_migrates_verifies_and_adds_clean_lines(real_checkout, op):
+    import shutil
+
+    from support import PYTORCH_CLANG_FORMAT
+    from test_commands_agree import run_and_verify
+    from test_format import added_lines_to_rewrite
+
+    shutil.copy(PYTORCH_CLANG_FORMAT, real_checkout / ".clang-format")
+    before = snapshot(real_checkout)
+    run_and_verify(real_checkout, "migrate", [op])
+    added, bad = added_lines_to_rewrite(before, snapshot(real_checkout))
+    assert added > 0 and bad == []
