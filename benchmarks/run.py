@@ -40,10 +40,11 @@ MPS_FIXTURE_DIRS = ("aten/src/ATen/native/mps/kernels", "aten/src/ATen/native/mp
 # (label, arguments after `mpsgen -C ROOT`, what it stands for); `--help` runs without -C
 COMMANDS = (
     ("--help", ["--help"], "startup"),
-    ("migrate asinh --dry-run", ["migrate", "asinh", "--dry-run"], "unary"),
-    ("migrate sigmoid_backward --dry-run", ["migrate", "sigmoid_backward", "--dry-run"], "binary"),
-    ("migrate mish --dry-run", ["migrate", "mish", "--dry-run"], "activation"),
-    ("new-op heaviside --dry-run", ["new-op", "heaviside", "--dry-run"], "new op"),
+    # ops still MPSGraph-backed on 2.15 (the checkout's release)
+    ("migrate sgn --dry-run", ["migrate", "sgn", "--dry-run"], "unary"),
+    ("migrate hardtanh_backward --dry-run", ["migrate", "hardtanh_backward", "--dry-run"], "binary, params"),
+    ("migrate threshold --dry-run", ["migrate", "threshold", "--dry-run"], "activation, params"),
+    ("new-op special_ndtri --dry-run", ["new-op", "special_ndtri", "--dry-run"], "new op"),
     ("verify logaddexp --static-only", ["verify", "logaddexp", "--static-only"], "static checks"),
     ("verify --all-native --static-only", ["verify", "--all-native", "--static-only"], "every native op"),
     ("scan --json", ["scan", "--json"], "whole checkout"),

@@ -18,7 +18,8 @@ from conftest import Golden
 HERE = Path(__file__).resolve().parent
 REL = "torch/testing/_internal/common_mps.py"
 UNSUPPORTED = (HERE / "data" / "testlists" / "common_mps_unsupported_complex.py").read_text(encoding="utf-8")
-SUPPORTED = (HERE.parent / "fixtures" / "pytorch" / REL).read_text(encoding="utf-8")
+SUPPORTED = (HERE / "data" / "testlists" / "common_mps_supported_complex.py").read_text(encoding="utf-8")
+MINIATURE = (HERE.parent / "fixtures" / "pytorch" / REL).read_text(encoding="utf-8")
 COMPLEX_KERNEL = torch_dtypes_for(("float", "integer", "complex", "bool"))
 
 
@@ -34,6 +35,14 @@ def test_the_two_shapes_are_read_with_their_meaning():
     # listed: expected to fail on 2.15; absent: expected to pass
     assert not newer.complex_expected(["sgn"]) and newer.complex_expected(["frac"])
     assert older.complex_expected(["abs"]) and not older.complex_expected(["sgn"])
+    # the miniature checkout has the 2.15 shape
+    assert _list(MINIATURE).name == "UNSUPPORTED_COMPLEX_OPS" and not _list(MINIATURE).supported
+
+
+def test_a_complex_kernel_joins_the_supported_list():
+    after, changes = plan_testlist_edits(SUPPORTED, REL, ("sgn",), COMPLEX_KERNEL, True)
+    assert [(c.action, c.dict_name, c.key) for c in changes] == [("added-complex", "SUPPORTED_COMPLEX_OPS", "sgn")]
+    assert after == SUPPORTED.replace('        "randn",\n', '        "randn",\n        "sgn",\n')
 
 
 @pytest.mark.parametrize(("test", "supported"), [("key not in LISTED_COMPLEX_OPS", True), ("key in LISTED_COMPLEX_OPS", False)])
