@@ -118,7 +118,10 @@ def test_params_struct_goes_inside_the_real_headers_stable_abi_guard(real_checko
     assert text.count("#pragma once") == 1
 
 
-def test_a_new_params_header_copies_the_real_headers_conventions(real_checkout):
+def test_a_new_params_header_copies_the_real_headers_conventions(real_checkout_older):
+    # 2.13.0: on 2.15 nan_to_num's complex tests are expected to pass (2.15 compiles complex kernels for
+    # it), so migrating it needs a complex body (issue 27)
+    real_checkout = real_checkout_older
     assert run_cli(["-C", str(real_checkout), "migrate", "nan_to_num"]).exit_code == 0
     created = (real_checkout / KERNEL_HEADERS / "Unary.h").read_text(encoding="utf-8")
     sibling = (real_checkout / KERNEL_HEADERS / "Activation.h").read_text(encoding="utf-8")
