@@ -1,6 +1,6 @@
 """Benchmark `mpsgen scan --json` on a real-size checkout against the naive full-parse approach.
 
-The checkout is assembled in a temporary directory from the PyTorch 2.13.0 wheel (native_functions.yaml,
+The checkout is assembled in a temporary directory from the PyTorch 2.15.0 macOS arm64 wheel (native_functions.yaml,
 tags.yaml, ATen/native headers, c10/metal headers, common_mps.py, common_methods_invocations.py) plus
 the fixture's `.mm` and `.metal` files (the wheel ships none). Both sides run as whole processes:
 
@@ -17,6 +17,7 @@ printed as a table and written to benchmarks/results-scan.json.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -32,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "fixtures" / "pytorch"
 RESULTS = Path(__file__).resolve().parent / "results-scan.json"
-TORCH_VERSION = "2.13.0"
+TORCH_VERSION = "2.15.0"  # tests/releases.py NEWEST
 BUDGET_SECONDS = 1.0
 
 # wheel member prefix -> checkout directory; members taken (by suffix, one level only unless exact)
@@ -60,15 +61,14 @@ for rel in ("torch/testing/_internal/common_mps.py", "torch/testing/_internal/co
 
 
 def find_wheel(explicit: str | None) -> Path:
+    """--wheel, else the newest release's macOS arm64 wheel (tests/releases.py: the tests' cache, or
+    pip download there)."""
     if explicit:
         return Path(explicit)
-    cache = Path(os.environ.get("MPSGEN_WHEEL_CACHE") or Path.home() / ".cache" / "mpsgen-wheel")
-    found = sorted(cache.glob(f"torch-{TORCH_VERSION}[-+]*.whl"))
-    if found:
-        return found[0]
-    cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", f"torch=={TORCH_VERSION}", "-d", str(cache)], check=True)
-    return sorted(cache.glob(f"torch-{TORCH_VERSION}[-+]*.whl"))[0]
+    spec = importlib.util.spec_from_file_location("mpsgen_tests_releases", REPO / "tests" / "releases.py")
+    releases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(releases)  # type: ignore[union-attr]
+    return releases.fetch_wheel(TORCH_VERSION)
 
 
 def assemble(wheel: Path, root: Path) -> dict[str, int]:

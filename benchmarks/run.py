@@ -2,7 +2,8 @@
 
     python benchmarks/run.py [--wheel PATH] [--runs 5] [--keep DIR] [--compare-rev REV] [--output benchmarks/results.json]
 
-Assembles a checkout in a temporary directory from the torch 2.13.0 wheel (native_functions.yaml,
+Assembles a checkout in a temporary directory from the newest release's macOS arm64 wheel, torch
+2.15.0 (native_functions.yaml,
 ATen/native headers, c10/metal, common_mps.py, common_methods_invocations.py, opinfo/, laid out as
 tests/conftest.py does) plus the fixture's `.mm`/`.metal` files, then runs each command once to warm
 up (its time is kept as `first_s`: a cold index cache) and `--runs` more times, and reports the
@@ -39,10 +40,11 @@ MPS_FIXTURE_DIRS = ("aten/src/ATen/native/mps/kernels", "aten/src/ATen/native/mp
 # (label, arguments after `mpsgen -C ROOT`, what it stands for); `--help` runs without -C
 COMMANDS = (
     ("--help", ["--help"], "startup"),
-    ("migrate asinh --dry-run", ["migrate", "asinh", "--dry-run"], "unary"),
-    ("migrate sigmoid_backward --dry-run", ["migrate", "sigmoid_backward", "--dry-run"], "binary"),
-    ("migrate mish --dry-run", ["migrate", "mish", "--dry-run"], "activation"),
-    ("new-op heaviside --dry-run", ["new-op", "heaviside", "--dry-run"], "new op"),
+    # ops still MPSGraph-backed on 2.15 (the checkout's release)
+    ("migrate sgn --dry-run", ["migrate", "sgn", "--dry-run"], "unary"),
+    ("migrate hardtanh_backward --dry-run", ["migrate", "hardtanh_backward", "--dry-run"], "binary, params"),
+    ("migrate threshold --dry-run", ["migrate", "threshold", "--dry-run"], "activation, params"),
+    ("new-op special_ndtri --dry-run", ["new-op", "special_ndtri", "--dry-run"], "new op"),
     ("verify logaddexp --static-only", ["verify", "logaddexp", "--static-only"], "static checks"),
     ("verify --all-native --static-only", ["verify", "--all-native", "--static-only"], "every native op"),
     ("scan --json", ["scan", "--json"], "whole checkout"),
@@ -80,14 +82,20 @@ def _conftest():
     return module
 
 
+def _releases():
+    spec = importlib.util.spec_from_file_location("mpsgen_tests_releases", REPO / "tests" / "releases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
 def find_wheel(explicit: str | None) -> Path:
+    """--wheel, else the newest release's macOS arm64 wheel from the tests' wheel cache (downloaded
+    there as the tests do, tests/releases.py)."""
     if explicit:
         return Path(explicit)
-    local = sorted(Path("/tmp/wheel").glob("torch-2.13.0*.whl"))
-    if local:
-        return local[0]
-    conftest = _conftest()
-    return conftest._download_wheel(conftest._wheel_cache())
+    releases = _releases()
+    return releases.fetch_wheel(releases.NEWEST)
 
 
 def assemble_checkout(wheel: Path, root: Path) -> None:
@@ -226,7 +234,7 @@ def table(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wheel", help="the torch 2.13.0 wheel (default: /tmp/wheel, the tests' wheel cache, or pip download)")
+    parser.add_argument("--wheel", help="a torch wheel (default: the 2.15.0 macOS arm64 wheel from the tests' wheel cache, or pip download)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs per command after one warm-up (default 5)")
     parser.add_argument("--baseline-runs", type=int, default=None, help="timed runs of the naive baseline (default: --runs)")
     parser.add_argument("--keep", metavar="DIR", help="assemble the checkout in DIR and keep it")

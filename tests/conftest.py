@@ -1,11 +1,10 @@
-"""Shared fixtures: the miniature checkout and files from the PyTorch 2.13.0 wheel."""
+"""Shared fixtures: the miniature checkout and files from the PyTorch release wheels (tests/releases.py)."""
 
 from __future__ import annotations
 
 import difflib
 import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -47,7 +46,6 @@ def _isolated_index_cache(tmp_path_factory: pytest.TempPathFactory):
     else:
         os.environ["MPSGEN_CACHE_DIR"] = previous
 FIXTURE_CHECKOUT = ROOT / "fixtures" / "pytorch"
-TORCH_VERSION = "2.13.0"
 
 # wheel member prefix -> checkout directory, and which members to take from it
 _WHEEL_LAYOUT = (
@@ -66,33 +64,6 @@ _WHEEL_LAYOUT = (
         False,
     ),
 )
-
-
-def _wheel_cache() -> Path:
-    return Path(os.environ.get("MPSGEN_WHEEL_CACHE") or Path.home() / ".cache" / "mpsgen-wheel")
-
-
-def _find_wheel(cache: Path) -> Path | None:
-    found = sorted(cache.glob(f"torch-{TORCH_VERSION}[-+]*.whl"))
-    return found[0] if found else None
-
-
-def _download_wheel(cache: Path) -> Path:
-    wheel = _find_wheel(cache)
-    if wheel is not None:
-        return wheel
-    cache.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", f"torch=={TORCH_VERSION}", "-d", str(cache)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    wheel = _find_wheel(cache)
-    if result.returncode != 0 or wheel is None:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no wheel downloaded"]
-        raise RuntimeError(tail[0])
-    return wheel
 
 
 def _target(member: str) -> str | None:
@@ -123,20 +94,38 @@ def extract_checkout(wheel: Path, root: Path) -> None:
             path.write_bytes(archive.read(member))
 
 
-@pytest.fixture(scope="session")
-def real_torch_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory laid out like a PyTorch checkout, filled from the torch 2.13.0 wheel:
-    native_functions.yaml (+ tags.yaml), ATen/native headers (and mps/, mps/kernels/), c10/metal headers,
-    common_mps.py, common_methods_invocations.py and opinfo/. Skips when the wheel is unavailable."""
+def _release_files(tmp_path_factory: pytest.TempPathFactory, version: str) -> Path:
+    """The files mpsgen reads from the macOS arm64 wheel of `version` (`releases.fetch_wheel`), laid out
+    as a checkout; skips (fails under CI=true), saying why, when the wheel cannot be had."""
+    from releases import fetch_wheel
+
     try:
-        wheel = _download_wheel(_wheel_cache())
-        root = tmp_path_factory.mktemp("torch-checkout")
+        wheel = fetch_wheel(version)
+        root = tmp_path_factory.mktemp(f"torch-{version}")
         extract_checkout(wheel, root)
     except (OSError, RuntimeError, subprocess.SubprocessError, zipfile.BadZipFile) as exc:
         from support import missing
 
-        missing(f"PyTorch {TORCH_VERSION} wheel unavailable: {exc}")
+        missing(f"PyTorch {version} macOS arm64 wheel unavailable: {exc}")
     return root
+
+
+@pytest.fixture(scope="session")
+def real_torch_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory laid out like a PyTorch checkout, filled from the newest release's wheel
+    (`releases.NEWEST`, 2.15.0): native_functions.yaml (+ tags.yaml), ATen/native headers (and mps/,
+    mps/kernels/), c10/metal headers, common_mps.py, common_methods_invocations.py and opinfo/."""
+    from releases import NEWEST
+
+    return _release_files(tmp_path_factory, NEWEST)
+
+
+@pytest.fixture(scope="session")
+def real_torch_files_older(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same from the older release still served (`releases.OLDER`, 2.13.0)."""
+    from releases import OLDER
+
+    return _release_files(tmp_path_factory, OLDER)
 
 
 MPS_SOURCE_DIRS = ("aten/src/ATen/native/mps/kernels", "aten/src/ATen/native/mps/operations")
@@ -160,6 +149,12 @@ def assemble_real_checkout(root: Path, wheel_files: Path, *, keep_wheel_headers:
 def real_checkout(tmp_path: Path, real_torch_files: Path) -> Path:
     """A fresh real-size checkout for one test (`assemble_real_checkout`, the wheel's headers kept)."""
     return assemble_real_checkout(tmp_path / "pytorch", real_torch_files)
+
+
+@pytest.fixture
+def real_checkout_older(tmp_path: Path, real_torch_files_older: Path) -> Path:
+    """A fresh real-size checkout of the older release (2.13.0) for one test."""
+    return assemble_real_checkout(tmp_path / "pytorch", real_torch_files_older)
 
 
 @pytest.fixture(scope="session")

@@ -91,8 +91,8 @@ def test_new_op_with_an_overload_and_a_stub_verifies_clean(tmp_path):
 
 @pytest.mark.realfiles
 @pytest.mark.parametrize("command,argv", REAL_CASES, ids=[" ".join([c, *a]) for c, a in REAL_CASES])
-def test_real_change_passes_verify_and_is_idempotent(tmp_path, real_torch_files, command, argv):
+def test_real_change_passes_verify_and_is_idempotent(tmp_path, real_torch_files_older, command, argv):
     from conftest import assemble_real_checkout
 
-    root = assemble_real_checkout(tmp_path / "pytorch", real_torch_files, keep_wheel_headers=False)
+    root = assemble_real_checkout(tmp_path / "pytorch", real_torch_files_older, keep_wheel_headers=False)
     run_and_verify(root, command, argv)

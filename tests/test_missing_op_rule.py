@@ -12,7 +12,7 @@ from mpsgen.read.checkout import Checkout
 from mpsgen.edit.workspace import Workspace
 from mpsgen.facts.views import Views, read_op
 from mpsgen.read.opinfo import find_opinfos
-from mpsgen.facts.rules import AMBIGUOUS, MISSING_OP, NO_REASON, OTHER, OTHER_OP, MissingOpRule, missing_op_rule, served_overloads
+from mpsgen.facts.rules import AMBIGUOUS, BACKEND_DTYPE, MISSING_OP, NO_REASON, OTHER, OTHER_OP, MissingOpRule, missing_op_rule, served_overloads
 from support import copy_checkout, run_cli
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
@@ -52,6 +52,11 @@ HEAVISIDE = MissingOpRule(frozenset({"heaviside.out", "heaviside", "heaviside_"}
         # other behaviour
         ("# RuntimeError: heaviside is not yet implemented for tensors with different dtypes.", "", OTHER, ""),
         ("# AssertionError: RuntimeError not raised", "Skipped!", OTHER, ""),
+        # the backend's dtype support: no kernel fixes it
+        ("# TypeError: Trying to convert ComplexDouble to the MPS backend but it does not have support for that dtype.",
+         "", BACKEND_DTYPE, ""),
+        ("# Cannot convert a MPS Tensor to float64 dtype: MPS does not support float64", "", BACKEND_DTYPE, ""),
+        ("", "float64 is not supported on MPS", BACKEND_DTYPE, ""),
         ("", "", NO_REASON, ""),
     ],
 )

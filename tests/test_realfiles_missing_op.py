@@ -56,8 +56,8 @@ def _test_lists_findings(root: Path, op: str) -> list:
     return [f for r in check_op(Views(Workspace(Checkout(root))), op) if r.check == "test-lists" for f in r.findings]
 
 
-def test_new_op_heaviside_removes_what_the_kernel_fixes_and_nothing_else(real_checkout):
-    root = real_checkout
+def test_new_op_heaviside_removes_what_the_kernel_fixes_and_nothing_else(real_checkout_older):
+    root = real_checkout_older
     before = (root / CMI).read_text()
     before_mps = (root / COMMON_MPS).read_bytes()
     refs = {ref.key: ref for ref in find_opinfos(before, CMI, "heaviside")}
@@ -101,8 +101,8 @@ def test_new_op_heaviside_removes_what_the_kernel_fixes_and_nothing_else(real_ch
     assert f"{CMI}:{main[1]}: OpInfo 'heaviside' expects MPS to lack the op; it no longer does" in verify.stdout
 
 
-def test_new_op_heaviside_dry_run_names_each_removal(real_checkout):
-    result = run_cli(["-C", str(real_checkout), "new-op", "heaviside", "--dry-run", "--format", "plain"])
+def test_new_op_heaviside_dry_run_names_each_removal(real_checkout_older):
+    result = run_cli(["-C", str(real_checkout_older), "new-op", "heaviside", "--dry-run", "--format", "plain"])
     assert result.exit_code == 0, result.stderr
     removed = [ln for ln in result.stderr.splitlines() if "removed-decorator" in ln]
     assert len(removed) == 7
@@ -144,8 +144,8 @@ Tensor logit_mps(const Tensor& self, std::optional<double> eps) {
 """
 
 
-def test_migrate_logit_removes_the_logit__entry(real_checkout):
-    root = real_checkout
+def test_migrate_logit_removes_the_logit__entry(real_checkout_older):
+    root = real_checkout_older
     host = (root / ACTIVATION).read_text()
     end = host.rindex("} // namespace at::native")
     (root / ACTIVATION).write_text(host[:end] + LEGACY_LOGIT.lstrip("\n") + host[end:])

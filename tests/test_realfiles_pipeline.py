@@ -1,5 +1,7 @@
-"""new-op and migrate against the real PyTorch 2.13.0 yaml, stub headers, c10/metal headers and
-test lists (the wheel does not ship .metal/.mm files: those come from our fixture)."""
+"""new-op and migrate against the real PyTorch yaml, stub headers, c10/metal headers and test lists
+(the wheel does not ship .metal/.mm files: those come from our fixture). The cases of ops that 2.15
+already serves natively (asinh, mish, softplus, ...; heaviside and the special_* polynomials gained
+MPS) run on the older release, 2.13.0, where they are still to do; the others on 2.15.0."""
 
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ def _git_apply_check(root, diff: str) -> None:
 
 @pytest.mark.parametrize("op", ["heaviside", "special_ndtri", "special_log_ndtr", "special_airy_ai",
                                 "special_laguerre_polynomial_l", "special_legendre_polynomial_p", "glu_jvp"])
-def test_new_op_on_real_yaml_is_minimal_and_git_applicable(real_checkout, op):
+def test_new_op_on_real_yaml_is_minimal_and_git_applicable(real_checkout_older, op):
+    real_checkout = real_checkout_older
     before = snapshot(real_checkout)
     result = run_cli(["-C", str(real_checkout), "new-op", op, "--dry-run"])
     assert result.exit_code == 0, result.stderr
@@ -44,7 +47,8 @@ def test_new_op_on_real_yaml_is_minimal_and_git_applicable(real_checkout, op):
 
 
 @pytest.mark.parametrize("op", ["sgn", "frac", "asinh", "acosh", "atanh", "mish", "sigmoid_backward", "tanh_backward"])
-def test_migrate_on_real_yaml_and_test_lists(real_checkout, op):
+def test_migrate_on_real_yaml_and_test_lists(real_checkout_older, op):
+    real_checkout = real_checkout_older
     result = run_cli(["-C", str(real_checkout), "migrate", op, "--dry-run"])
     assert result.exit_code == 0, result.stderr
     yaml_lines = _file_section(result.stdout, NF)
@@ -89,7 +93,8 @@ PARAMS_OPS = {
 
 
 @pytest.mark.parametrize("op", sorted(PARAMS_OPS))
-def test_params_struct_lands_in_the_real_header_and_the_diff_applies(real_checkout, op):
+def test_params_struct_lands_in_the_real_header_and_the_diff_applies(real_checkout_older, op):
+    real_checkout = real_checkout_older
     header, struct, fields = PARAMS_OPS[op]
     result = run_cli(["-C", str(real_checkout), "migrate", op, "--dry-run"])
     assert result.exit_code == 0, result.stderr
@@ -113,7 +118,10 @@ def test_params_struct_goes_inside_the_real_headers_stable_abi_guard(real_checko
     assert text.count("#pragma once") == 1
 
 
-def test_a_new_params_header_copies_the_real_headers_conventions(real_checkout):
+def test_a_new_params_header_copies_the_real_headers_conventions(real_checkout_older):
+    # 2.13.0: on 2.15 nan_to_num's complex tests are expected to pass (2.15 compiles complex kernels for
+    # it), so migrating it needs a complex body (issue 27)
+    real_checkout = real_checkout_older
     assert run_cli(["-C", str(real_checkout), "migrate", "nan_to_num"]).exit_code == 0
     created = (real_checkout / KERNEL_HEADERS / "Unary.h").read_text(encoding="utf-8")
     sibling = (real_checkout / KERNEL_HEADERS / "Activation.h").read_text(encoding="utf-8")

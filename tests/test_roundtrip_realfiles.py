@@ -1,4 +1,4 @@
-"""Round trips on the real PyTorch 2.13.0 files: an edit planned for a random op changes only that
+"""Round trips on the real files of the newest release (2.15.0): an edit planned for a random op changes only that
 op's lines (LF and CRLF alike), and an empty plan leaves every file byte-identical.
 
 Set MPSGEN_SAFETY_FIGURES=FILE to append the figures (cases, files compared, bytes differing)."""
@@ -91,7 +91,7 @@ def _slides(lines: list[str], i1: int, i2: int):
 
 class RealFiles(tuple):
     def __repr__(self) -> str:  # hypothesis prints its arguments: not the 2 MB of text
-        return "<PyTorch 2.13.0 files>"
+        return "<PyTorch 2.15.0 files>"
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +170,9 @@ def test_common_mps_edit_of_a_random_key_changes_only_its_entries(real, data):
     newline = data.draw(newlines, label="newline")
     text = texts[COMMON_MPS, newline]
     after, _ = plan_testlist_edits(text, COMMON_MPS, (key,), torch_dtypes_for(tuple(groups)), "complex" in groups)
-    bad, differing = changed_lines_outside(text, after, xfail_lines[key, newline],
+    # the key's element of the complex list may go (2.15: a complex kernel takes it out of UNSUPPORTED_COMPLEX_OPS)
+    listed = {i + 1 for i, line in enumerate(text.splitlines()) if line.strip() == f'"{key}",'}
+    bad, differing = changed_lines_outside(text, after, set(xfail_lines[key, newline]) | listed,
                                            inserted_ok=lambda line: f'"{key}"' in line)
     record("roundtrip-common_mps", 1, differing)
     assert bad == [], (key, groups, bad[:5])

@@ -21,9 +21,9 @@ LEGACY = ("mpsgraph", "mps-other", "mps-unknown")
 
 
 @pytest.fixture(scope="module")
-def real_checkout(real_torch_files, tmp_path_factory) -> Path:
+def real_checkout(real_torch_files_older, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("scan-real") / "pytorch"
-    shutil.copytree(real_torch_files, root)
+    shutil.copytree(real_torch_files_older, root)
     for rel in (OPERATIONS_DIR, KERNELS_DIR):
         (root / rel).mkdir(parents=True, exist_ok=True)
         for path in (FIXTURE_CHECKOUT / rel).iterdir():

@@ -58,6 +58,7 @@ from mpsgen.facts.catalog import load_catalog, lookup
 from mpsgen.facts.params import is_params_stub
 from mpsgen.facts.reduction import REDUCTION_FAMILY
 from mpsgen.facts.resolve import generation_problem
+from mpsgen.facts.rules import MPSGRAPH
 from mpsgen.facts.views import (
     DispatchSite,
     Views,
@@ -79,7 +80,6 @@ _OP_PRIORITY = ("mpsgraph", "mps-unknown", "mps-other", "native", "none", "compo
 TIERS = ("ready", "reduce", "expr", "port")
 
 GRAPH_SITE = "LookUpOrCreateCachedGraph"
-_GRAPH_MARKER = re.compile(r"\bMPSGraph\w*|\bMPSCachedGraph\b|\bLookUpOrCreateCachedGraph\b|\brunMPSGraph\b|\bmpsGraph\b")
 _GRAPH_SITE = re.compile(rf"\b{GRAPH_SITE}\b")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*")
 _REGISTRATION_MACROS = frozenset({"REGISTER_DISPATCH", "REGISTER_MPS_DISPATCH", "REGISTER_NO_CPU_DISPATCH"})
@@ -408,7 +408,7 @@ def _file_definitions(text: str, masked: str, path: str, names: set[str]) -> dic
     for d in defs:
         if d.kind in ("function", "macro") and d.name not in by_name:
             by_name[d.name] = d
-    graph_own = {id(d): bool(_GRAPH_MARKER.search(masked[d.code_start : d.code_end])) for d in defs}
+    graph_own = {id(d): bool(MPSGRAPH.search(masked[d.code_start : d.code_end])) for d in defs}
 
     def reaches_graph(d) -> tuple[str, ...]:
         """Helpers (same-file functions and macros, transitively) through which `d` builds a graph."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from mpsgen.edit.testlists import TestListChange
+from mpsgen.facts.rules import BACKEND_DTYPE
 from mpsgen.model import Location
 from mpsgen.read.opinfo import (
     FAILURE_DECORATORS,
@@ -32,11 +33,14 @@ from mpsgen.textedit import LineIndex, replace_spans
 
 
 def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: frozenset[str] | None = None,
-              reference: frozenset[str] | None = None) -> tuple[str | None, str, str]:
+              reference: frozenset[str] | None = None, python_ref: bool = False) -> tuple[str | None, str, str]:
     """(verdict, why, the reason's text when the verdict is that MPS lacks the op). `reason(message)`
     judges the element's stated reason (its comments plus `message`, a skip's text) by
     `mpsgen.facts.rules.MissingOpRule`; `tested`: the dtypes the OpInfo runs on MPS (None: unreadable);
-    `reference`: the dtypes its CPU reference supports (None: unreadable, no limit)."""
+    `reference`: the dtypes its CPU reference supports (None: unreadable, no limit); `python_ref`: the
+    element belongs to a python reference (`_refs.*`), whose dtype expectations go only for a stated
+    reason that MPS lacks the op. A dtype expectation whose reason is the backend's dtype support or the
+    numbers the dtype gives stays."""
     callee = callee_name(element)
     if callee != "DecorateInfo":
         if callee in MPS_ONLY_DECORATORS:
@@ -71,6 +75,15 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
             return "kept", (f"{kind} for {target}: the CPU reference does not support {', '.join(beyond_cpu)}, "
                             "so the test keeps failing whatever the kernel registers"), ""
         missing = sorted(relevant - covered)
+        stated = reason(skip_message(decorator)) if reason is not None and relevant and not missing else None
+        if stated is not None and stated.kind == BACKEND_DTYPE:
+            return "kept", f"{kind} for {target}: {stated.why_kept()}", ""
+        if stated is not None and stated.numerical:
+            return "kept", (f"{kind} for {target}: its reason is the numbers the dtype gives ({stated.quote!r}), "
+                            "which registering it does not change"), ""
+        if python_ref and stated is not None and not stated.fixed:
+            return "kept", (f"{kind} for {target} of a python reference on {', '.join(sorted(relevant))}: with no "
+                            "stated reason that MPS lacks the op, it is about the reference, not the kernel"), ""
         if relevant and not missing:
             return "removed-decorator", f"{kind} for {target} on {', '.join(sorted(relevant))}: now registered", ""
         return "kept", f"{kind} for {target}: the kernel does not register {', '.join(missing or sorted(dtypes))}", ""
@@ -128,7 +141,7 @@ def plan_opinfo_edits(
                 ref_tested = tested(ref) if tested is not None else None
                 ref_cpu = reference(ref) if reference is not None else None
                 verdicts = [_classify(el, covered, _judge(reasons, text, index, elements, i, span_of, nodes.span(arg.value)[1] - 1),
-                                      ref_tested, ref_cpu) for i, el in enumerate(elements)]
+                                      ref_tested, ref_cpu, ref.kind == "python-ref") for i, el in enumerate(elements)]
                 remove = [verdict == "removed-decorator" for verdict, _, _ in verdicts]
                 for el, (verdict, detail, reason) in zip(elements, verdicts):
                     if verdict is not None:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mpsgen.facts.rules import BACKEND_DTYPE, OTHER_OP
 from mpsgen.model import Location
 from mpsgen.read.pylists import (
     Element,
@@ -17,6 +18,7 @@ from mpsgen.read.pylists import (
 from mpsgen.read.testlists import (
     ALL_MPS_DTYPES,
     XfailDict,
+    complex_list,
     XfailEntry,
     canonical_dtype,
     dtype_order,
@@ -30,7 +32,8 @@ from mpsgen.textedit import newline_of, replace_spans
 _ELSEWHERE = re.compile(r"precision|accura|random|undefined|non-?determin|flaky", re.IGNORECASE)
 
 
-ACTIONS = ("removed-dtypes", "removed-entry", "listed-dtypes", "kept", "added-complex", "removed-decorator")
+ACTIONS = ("removed-dtypes", "removed-entry", "listed-dtypes", "kept", "added-complex", "removed-complex",
+           "removed-decorator")
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def _decide(
     if table.section != wanted_section:
         what = {"grad": "a gradient list", "forward": "a forward list", "error-inputs": "an error-inputs list"}
         return "kept", f"{what[table.section]}; a {wanted_section} kernel does not change it", ()
-    if reason is not None and reason.kind == "other-op":
+    if reason is not None and reason.kind in (OTHER_OP, BACKEND_DTYPE):
         return "kept", reason.why_kept(), ()
     if not drop_undefined:
         if table.about_something_else:
@@ -146,14 +149,18 @@ def plan_testlist_edits(
                 spans.append((*collector.span(value), _fmt(gone)))
         elements = [Element(*e.span) for e in table.entries]
         spans.extend(removal_spans(text, elements, remove_flags, table.span[1] - 1, index))
-    if complex_supported:
-        for container in found:
-            if isinstance(container.node, ast.Set):
-                for key in keys:
-                    edit = _complex_insertion(text, path, index, collector, container, key)
-                    if edit is not None:
-                        spans.append(edit[0])
-                        changes.append(TestListChange("added-complex", key, container.name, edit[1], edit[2]))
+    listed = complex_list((found, index, collector)) if complex_supported else None
+    for container in found:
+        if listed is None or not isinstance(container.node, ast.Set) or container.name != listed.name:
+            continue
+        if listed.supported:
+            for key in keys:
+                edit = _complex_insertion(text, path, index, collector, container, key)
+                if edit is not None:
+                    spans.append(edit[0])
+                    changes.append(TestListChange("added-complex", key, container.name, edit[1], edit[2]))
+        else:
+            spans.extend(_complex_removal(text, path, index, collector, container, keys, changes))
     return replace_spans(text, spans), tuple(changes)
 
 
@@ -163,6 +170,20 @@ def _list_removal(text, index, collector, value, gone) -> list[tuple[int, int, s
     remove = [name in gone for name in names]
     close = collector.span(value)[1] - 1
     return removal_spans(text, elements, remove, close, index)
+
+
+def _complex_removal(text, path, index, collector, container, keys, changes) -> list[tuple[int, int, str]]:
+    """Span edits taking `keys` out of a list of the ops whose complex tests fail (reported in `changes`)."""
+    node = container.node
+    values = [string_value(el) for el in node.elts]
+    remove = [value in keys for value in values]
+    for value, element in zip(values, node.elts):
+        if value in keys:
+            at = collector.span(element)[0]
+            changes.append(TestListChange("removed-complex", value, container.name, Location(path, index.line_of(at)),
+                                          f"removed {value!r}: the kernel registers complex, its complex tests pass"))
+    elements = [Element(*collector.span(el)) for el in node.elts]
+    return removal_spans(text, elements, remove, container.span[1] - 1, index)
 
 
 def _complex_insertion(text, path, index, collector, container, key):

@@ -4,15 +4,17 @@
   float64/complex128); for a `*_backward` op only the floating and complex ones (gradients of
   integer tensors are not tested). Unknown when no OpInfo's dtypes can be read statically.
 - **Expected to work**: the tested dtypes that no xfail/skip entry of the op's keys declares
-  failing (a `None` entry declares all of them), less complex ones when no key is in
-  `SUPPORTED_COMPLEX_OPS` (test_mps expects those to fail). Without an OpInfo: float32 + float16.
+  failing (a `None` entry declares all of them), less complex ones when the checkout's complex list
+  says they fail (2.13: no key in `SUPPORTED_COMPLEX_OPS`; 2.15: a key in `UNSUPPORTED_COMPLEX_OPS`;
+  `read.testlists.complex_list`). Without an OpInfo: float32 + float16.
 - **Groups to register** (`choose_groups`): the tested dtypes the functor body can serve; never less
   than what is expected to work *before* the change (what the legacy kernel served): a change that
   would lose a dtype is refused, naming what to pass.
 - **Test lists after the change** (planned by `mpsgen.edit.expectations.plan_test_lists`): the op's xfail/skip entries list exactly the
   tested dtypes the kernel does not register (registered dtypes leave a list, a `None` entry becomes
-  the explicit list of what is still missing, or goes), `SUPPORTED_COMPLEX_OPS` holds every key of an
-  op whose kernel registers complex, and `dtypesIfMPS` is never narrowed.
+  the explicit list of what is still missing, or goes), the complex list says every key of an op whose
+  kernel registers complex passes (in `SUPPORTED_COMPLEX_OPS`, out of `UNSUPPORTED_COMPLEX_OPS`), and
+  `dtypesIfMPS` is never narrowed.
 - **Bounded by the CPU reference**: MPS's consistency tests compare with the CPU op, so an expected
   failure on a dtype the OpInfo's `dtypes=` (what the CPU supports) leaves out stays, whatever the
   kernel registers (2.13 registers silu for integers and keeps their xfail: CPU silu has none).
@@ -43,6 +45,8 @@ from mpsgen.read.cpuread import INT2FLOAT, SAME
 from mpsgen.read.opinfo import reference_dtypes, tested_dtypes
 from mpsgen.read.testlists import canonical_dtype
 
+# code that builds or runs an MPSGraph (a host function serving its op without a Metal kernel)
+MPSGRAPH = re.compile(r"\bMPSGraph\w*|\bMPSCachedGraph\b|\bLookUpOrCreateCachedGraph\b|\brunMPSGraph\b|\bmpsGraph\b")
 FLOATS = frozenset(TORCH_DTYPES["float"])
 INTEGERS = frozenset(TORCH_DTYPES["integer"])
 COMPLEX = frozenset(TORCH_DTYPES["complex"])
@@ -78,7 +82,7 @@ class Expectation:
     tested: frozenset[str] | None  # None: no OpInfo's dtypes readable
     failing: frozenset[str]  # declared failing by xfail/skip entries
     all_failing: bool  # a `None` entry declares everything failing
-    complex_supported: bool  # a key is in SUPPORTED_COMPLEX_OPS
+    complex_supported: bool  # the complex list expects its complex tests to pass
     source: str  # where `tested` comes from (`path:line` of an OpInfo), "" when unknown
 
     @property
@@ -110,7 +114,8 @@ def expectation(views: Views, facts: OpFacts) -> Expectation:
             everything = True
         else:
             failing |= {canonical_dtype(d) for d in dtypes}
-    complex_ok = bool(keys & views.complex_keys())
+    listed = views.complex_list()
+    complex_ok = listed is not None and listed.complex_expected(keys)
     return Expectation(tested, frozenset(failing), everything, complex_ok, source)
 
 
@@ -483,7 +488,26 @@ _OUT_BEHAVIOUR = re.compile(
 )
 OUT_TESTS = frozenset({"test_out", "test_out_warning"})
 
+# "TypeError: Trying to convert ComplexDouble to the MPS backend but it does not have support for that
+# dtype", "MPS does not support float64": the backend cannot hold the dtype at all; no kernel fixes it
+_BACKEND_DTYPE = re.compile(
+    r"\bconvert\s+\w+\s+to\s+the\s+MPS\s+backend\b"
+    r"|\bMPS\s+backend\b[^.]*?\bdoes\s+not\s+have\s+support\s+for\s+that\s+dtype\b"
+    r"|\bMPS\b[^.]*?\b(?:does\s+not|doesn't|cannot)\s+(?:support|handle)\b[^.]*?\b(?:float64|double|complex128|ComplexDouble)\b"
+    r"|\b(?:float64|double|complex128|ComplexDouble)\b[^.]*?\bnot\s+supported\s+(?:on|by|in)\s+(?:the\s+)?MPS\b",
+    re.IGNORECASE,
+)
+
+# a reason about the numbers a dtype gives (closeness, precision, inf/NaN), which registering the dtype
+# does not change: "Tensor-likes are not close! Greatest absolute difference: inf"
+_NUMERICAL = re.compile(
+    r"not\s+close|precision|accura|toleran|greatest\s+(?:absolute|relative)\s+difference|mismatch|\binf\b|\bnans?\b"
+    r"|overflow|underflow|high\s+errors?",
+    re.IGNORECASE,
+)
+
 # Reason kinds (`Reason.kind`)
+BACKEND_DTYPE = "backend-dtype"  # the backend cannot hold or convert a dtype: stays whatever the kernel registers
 MISSING_OP = "missing-op"  # MPS lacks the op (or an overload the change serves): the kernel fixes it
 OUT_BEHAVIOUR = "out-behaviour"  # test_out's out= checks, failing in the separate MPS out kernel
 OTHER_OP = "other-op"  # MPS lacks another operator, or an overload the change does not serve
@@ -511,6 +535,11 @@ class Reason:
 
     overload: bool = False  # OTHER_OP: the operator is an overload of the op the change does not serve
 
+    @property
+    def numerical(self) -> bool:
+        """The reason is about the numbers a dtype gives (not close, precision, inf/NaN), not a missing kernel."""
+        return self.kind in (OTHER, AMBIGUOUS) and bool(_NUMERICAL.search(self.quote))
+
     def why_kept(self) -> str:
         """Why an expectation with this reason stays (OTHER_OP, AMBIGUOUS, OTHER, NO_REASON)."""
         if self.kind == OTHER_OP:
@@ -525,6 +554,8 @@ class Reason:
             return f"its reason is the out= behaviour of test_out, not a missing operator ({self.quote!r})"
         if self.kind == OTHER:
             return f"its reason is other behaviour, not a missing operator ({self.quote!r})"
+        if self.kind == BACKEND_DTYPE:
+            return f"its reason is the MPS backend's dtype support, which no kernel changes ({self.quote!r})"
         return "no stated reason says MPS lacks the op"
 
 
@@ -544,7 +575,9 @@ class MissingOpRule:
 
     Recognised: "[NotImplementedError: ][The operator ]'aten::<name>' is [not currently|not yet|not]
     implemented|supported for|on the MPS [device]" (the name quoted or not, wrapped over lines), the
-    same with a quoted name without `aten::`. It is fixed when every operator the reason names is
+    same with a quoted name without `aten::`. A reason that the backend cannot hold or convert a dtype
+    ("Trying to convert ComplexDouble to the MPS backend", "MPS does not support float64") is
+    `BACKEND_DTYPE`: the expectation stays, whatever the kernel registers. It is fixed when every operator the reason names is
     served and nothing else in it speaks of other behaviour (precision, NaN, dtypes, mismatches,
     random results, downstream functions, ...). Unnamed statements ("not implemented for MPS",
     "NotImplementedError for MPS device", "lack of op implementation on MPS") are ambiguous on an
@@ -569,6 +602,8 @@ class MissingOpRule:
         return Reason(reason.kind, said, reason.operator, reason.overload)
 
     def _judge(self, text: str, entry_is_op: bool) -> Reason:
+        if _BACKEND_DTYPE.search(text):
+            return Reason(BACKEND_DTYPE, text)
         named = [m.group("name") for pattern in (_NAMED, _QUOTED) for m in pattern.finditer(text)]
         if named:
             others = [n for n in named + _ATEN.findall(text) if n not in self.served]

@@ -43,7 +43,7 @@ from mpsgen.read.metalread import KernelReading, read_kernel
 from mpsgen.read.nfyaml import DispatchLine, NativeFunctions, YamlEntry
 from mpsgen.read.opinfo import find_opinfos, names_index, scan_calls
 from mpsgen.read.stubs import Stub, find_stub, read_stubs, split_params
-from mpsgen.read.testlists import complex_set_keys, declared_dtypes, parse_testlists
+from mpsgen.read.testlists import ComplexList, complex_list, declared_dtypes, parse_testlists
 from mpsgen.textedit import LineIndex
 
 OPINFO_DEFINITIONS = "torch/testing/_internal/opinfo/definitions"
@@ -142,18 +142,22 @@ class HostFunction:
 
 
 _REGISTER_DISPATCH = re.compile(r"^[ \t]*REGISTER_DISPATCH\s*\(\s*(\w+)\s*,\s*&?\s*(\w+)\s*\)(\s*;)?[ \t]*\r?$", re.M)
-_HELPER_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+_DISPATCH)\((\w+)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+_HELPER_MACRO = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+)\((\w+)((?:\s*,\s*\w+)*)\)((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
 _EXEC = re.compile(r"\bexec_\w+_kernel\w*\s*\(\s*[\w.]+\s*,\s*\"(\w+)\"")
 
 
 def helper_macros(text: str) -> list[tuple[str, str, str]]:
-    """A file's one-line registration helpers: `#define REGISTER_X_DISPATCH(NAME) ...
-    exec_..._kernel(iter, #NAME) ... REGISTER_DISPATCH(NAME##_stub, ...)` as (macro, param, body)."""
+    """A file's one-line registration helpers, as (macro, param, body): `#define REGISTER_X_DISPATCH(NAME)
+    ... exec_..._kernel(iter, #NAME) ... REGISTER_DISPATCH(NAME##_stub, ...)`, or one defining an
+    MPSGraph kernel per op, `#define REGISTER_MPS_UNARY_STUB(func, mps_func) static void
+    mps_##func##_kernel(...) {...} REGISTER_DISPATCH(func##_stub, mps_##func##_kernel)` (its first
+    parameter names the stub; the others are the op's own words)."""
     out = []
     for match in _HELPER_MACRO.finditer(text):
-        body = match.group(3)
+        body = match.group(4)
         param = match.group(2)
-        if f"{param}##_stub" in body.replace(" ", "") and f"#{param}" in body:
+        if re.search(rf"\bREGISTER_DISPATCH\s*\(\s*{param}\s*##\s*_stub\b", body):
             out.append((match.group(1), param, body))
     return out
 
@@ -179,7 +183,7 @@ class HostView:
             regs.append(Registration(match.group(1), match.group(2), Location(path, line)))
         helpers = tuple(helper_macros(text))
         for macro, _param, _body in helpers:
-            for m in re.finditer(rf"^{macro}\((\w+)\)\s*;?[ \t]*\r?$", masked, re.M):
+            for m in re.finditer(rf"^{macro}\((\w+)(?:\s*,\s*\w+)*\)\s*;?[ \t]*\r?$", masked, re.M):
                 line = masked.count("\n", 0, m.end()) + 1
                 regs.append(Registration(f"{m.group(1)}_stub", f"{macro}({m.group(1)})", Location(path, line)))
         return cls(path, text, masked, tuple(regs), helpers)
@@ -480,10 +484,11 @@ class Views:
             return ()
         return declared_dtypes(self.testlists_parse(), frozenset(keys))
 
-    def complex_keys(self) -> frozenset[str]:
+    def complex_list(self) -> ComplexList | None:
+        """common_mps.py's complex list (`mpsgen.read.testlists.complex_list`), None without one."""
         if not self.ws.exists(COMMON_MPS):
-            return frozenset()
-        return self.view("complex", COMMON_MPS, lambda text: complex_set_keys(self.testlists_parse()))
+            return None
+        return self.view("complex", COMMON_MPS, lambda text: complex_list(self.testlists_parse()))
 
     def opinfo_files(self) -> list[str]:
         def build() -> list[str]:
@@ -712,9 +717,35 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
         kernel_files=tuple(kernel_files),
         registered=registered,
         unreadable=tuple(unreadable),
-        opinfos=views.opinfos(op),
+        opinfos=reaching_stub(views.opinfos(op), entries, found),
         cpu_reader=lambda: cpu_output(views, op, entries),
     )
+
+
+def stub_serves(entry: YamlEntry, stub: Stub) -> bool:
+    """Whether the stub can carry the overload's arguments: as many scalars besides the iterator as
+    the overload has non-tensor arguments (`round_stub` takes none: `round.decimals` has `decimals`)."""
+    scalars = [name for type_, name, kwarg_only in entry.arguments if not type_.startswith("Tensor") and not (kwarg_only and "!" in type_)]
+    return len(scalars) == len(stub.params) - 1
+
+
+def reaching_stub(opinfos: tuple[tuple[str, tuple], ...], entries, stub: Stub | None) -> tuple[tuple[str, tuple], ...]:
+    """The OpInfos whose calls reach the op's stub: a variant whose samples pass keyword arguments
+    (`rounddecimals_0`: `decimals=0`) calls the overloads whose schemas take them; when none of those
+    is one the stub serves (`round.decimals` through `round_decimals_stub`, not `round_stub`), its tests
+    are another kernel's and it is left out. Variants without keywords stay."""
+    if stub is None:
+        return opinfos
+    out = []
+    for rel, refs in opinfos:
+        kept = []
+        for ref in refs:
+            wanted = set(ref.call_keywords)
+            calls = [e for e in entries if wanted <= {name for _type, name, _kw in e.arguments}] if wanted else list(entries)
+            if not wanted or any(stub_serves(e, stub) for e in calls):
+                kept.append(ref)
+        out.append((rel, tuple(kept)))
+    return tuple(out)
 
 
 def all_native_ops(views: Views) -> tuple[str, ...]:

@@ -97,6 +97,9 @@ class OpInfoRef:
     call: str = ""  # the class called, also for python refs
     promotes_int_to_float: bool = False  # `promotes_int_to_float=True`: integer inputs give float
     always_returns_bool: bool = False  # `always_returns_bool=True`: the output is bool for every input
+    # the keyword arguments its samples pass to the op (`op_kwargs={...}`, `sample_kwargs=lambda ...:
+    # ({...}, ...)`): a variant passing `decimals` calls `round.decimals`, not `round`
+    call_keywords: tuple[str, ...] = ()
 
 
 def _line_of(text: str, offset: int, lines: LineIndex | None = None) -> int:
@@ -283,7 +286,22 @@ def _read_call(text: str, path: str, start: int, end: int, lines: LineIndex | No
         call=cls,
         promotes_int_to_float=_is_true(kwargs.get("promotes_int_to_float")),
         always_returns_bool=_is_true(kwargs.get("always_returns_bool")),
+        call_keywords=_call_keywords(kwargs),
     )
+
+
+def _call_keywords(kwargs: dict[str, ast.keyword]) -> tuple[str, ...]:
+    """The string keys of the dict literals an OpInfo's samples pass to the op: `op_kwargs={...}`
+    inside `sample_inputs_func=`, every dict `sample_kwargs=` builds."""
+    dicts: list[ast.Dict] = []
+    if "sample_kwargs" in kwargs:
+        dicts += [node for node in ast.walk(kwargs["sample_kwargs"].value) if isinstance(node, ast.Dict)]
+    if "sample_inputs_func" in kwargs:
+        for node in ast.walk(kwargs["sample_inputs_func"].value):
+            if isinstance(node, ast.keyword) and node.arg == "op_kwargs" and isinstance(node.value, ast.Dict):
+                dicts.append(node.value)
+    names = [key.value for node in dicts for key in node.keys if isinstance(key, ast.Constant) and isinstance(key.value, str)]
+    return tuple(dict.fromkeys(names))
 
 
 def _is_true(keyword: ast.keyword | None) -> bool:

@@ -1,4 +1,4 @@
-"""`torch/testing/_internal/common_mps.py`: the MPS xfail/skip dicts and `SUPPORTED_COMPLEX_OPS`.
+"""`torch/testing/_internal/common_mps.py`: the MPS xfail/skip dicts and the complex list.
 
 Dicts are found by shape, not by name: any dict literal assigned to a name whose values are all
 `None` or lists/tuples of `torch.<dtype>`, wherever it sits (function bodies, `if` branches). The
@@ -24,7 +24,13 @@ Rules (the issue leaves these to us):
   the dicts of functions whose name mentions `grad` instead. Error-input lists are never edited.
 - A comment block directly above removed entries goes only when every entry of the group it heads
   goes (a group runs until the next comment block or blank line).
-- `SUPPORTED_COMPLEX_OPS` gains the key in sorted position when the set is sorted, else at its end.
+- The complex list is read from the file, name and meaning: a set of strings assigned to a name
+  ending in `COMPLEX_OPS`, whose meaning is how the file tests it: `if key not in <set>:` before the
+  complex expected failure (2.13's `SUPPORTED_COMPLEX_OPS`: the ops whose complex tests pass) or
+  `if key in <set>:` (2.15's `UNSUPPORTED_COMPLEX_OPS`: the ops whose complex tests fail); the name
+  (`UNSUPPORTED...`) decides only when no such test is found. A kernel registering complex adds the
+  key to a supported-list (in sorted position when the set is sorted, else at its end) and removes it
+  from an unsupported-list.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from mpsgen.read.pylists import (
 from mpsgen.textedit import LineIndex
 
 ALL_MPS_DTYPES = frozenset(TORCH_DTYPES["float"] + TORCH_DTYPES["integer"] + ("complex64",))
-COMPLEX_SET_NAME = "SUPPORTED_COMPLEX_OPS"
+COMPLEX_SET_SUFFIX = "COMPLEX_OPS"
 
 # The order dtypes are written in when mpsgen writes a list.
 DTYPE_ORDER = ("float32", "float16", "bfloat16", "int64", "int32", "int16", "uint8", "int8", "bool", "complex64", "complex32")
@@ -142,6 +148,7 @@ class _Collector(ast.NodeVisitor):
         self.spans = spans
         self.functions: list[str] = []
         self.found: list[_Container] = []
+        self.membership: dict[str, set[bool]] = {}  # set name -> how `x in NAME` is tested (True: `not in`)
 
     def span(self, node: ast.AST) -> tuple[int, int]:
         return self.spans.span(node)
@@ -156,7 +163,8 @@ class _Collector(ast.NodeVisitor):
     def _assigned(self, target: ast.expr, value: ast.expr | None) -> None:
         if not isinstance(target, ast.Name) or value is None:
             return
-        if _is_xfail_dict(value, self.spans) or (target.id == COMPLEX_SET_NAME and _is_string_set(value, self.spans)):
+        complex_set = target.id.endswith(COMPLEX_SET_SUFFIX) and _is_string_set(value, self.spans)
+        if _is_xfail_dict(value, self.spans) or complex_set:
             function = self.functions[-1] if self.functions else ""
             self.found.append(_Container(target.id, function, value, self.span(value)))  # type: ignore[arg-type]
 
@@ -166,6 +174,14 @@ class _Collector(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._assigned(node.target, node.value)
+
+    def visit_If(self, node: ast.If) -> None:
+        for compare in ast.walk(node.test):
+            if isinstance(compare, ast.Compare):
+                for op, right in zip(compare.ops, compare.comparators):
+                    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, ast.Name):
+                        self.membership.setdefault(right.id, set()).add(isinstance(op, ast.NotIn))
+        self.generic_visit(node)
 
     # statements never sit inside expressions: no need to walk them
     def visit_Expr(self, node: ast.Expr) -> None:
@@ -229,12 +245,32 @@ def declared_dtypes(parsed, keys) -> tuple[tuple[str, str, tuple[str, ...] | Non
     return tuple(out)
 
 
-def complex_set_keys(parsed) -> frozenset[str]:
-    """The keys of `SUPPORTED_COMPLEX_OPS` (`parsed`: `parse_testlists(...)`)."""
-    found, _index, _collector = parsed
-    return frozenset(
-        string_value(el) for c in found if isinstance(c.node, ast.Set) for el in c.node.elts  # type: ignore[arg-type]
-    )
+@dataclass(frozen=True)
+class ComplexList:
+    """The file's complex list: its name, whether it lists the ops whose complex tests pass
+    (`supported`, 2.13's `SUPPORTED_COMPLEX_OPS`) or those whose complex tests fail (2.15's
+    `UNSUPPORTED_COMPLEX_OPS`), and its keys."""
+
+    name: str
+    supported: bool
+    keys: frozenset[str]
+
+    def complex_expected(self, keys) -> bool:
+        """Whether the complex tests of an op with these keys are expected to pass."""
+        listed = bool(set(keys) & self.keys)
+        return listed if self.supported else not listed
+
+
+def complex_list(parsed) -> ComplexList | None:
+    """The complex list of common_mps.py (`parsed`: `parse_testlists(...)`), None when it has none."""
+    found, _index, collector = parsed
+    for container in found:
+        if isinstance(container.node, ast.Set):
+            tested = collector.membership.get(container.name, set())
+            supported = tested == {True} if tested in ({True}, {False}) else not container.name.startswith("UNSUPPORTED")
+            keys = frozenset(string_value(el) for el in container.node.elts)  # type: ignore[arg-type]
+            return ComplexList(container.name, supported, keys)
+    return None
 
 
 def xfail_dicts(text, path, found, index, collector):

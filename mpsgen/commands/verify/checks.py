@@ -14,7 +14,7 @@ from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.reduction import ReductionFacts, reduction_of
 from mpsgen.facts.resolve import FAMILY_FILES
-from mpsgen.facts.rules import host_routing, missing_coverage
+from mpsgen.facts.rules import MPSGRAPH, host_routing, missing_coverage
 from mpsgen.facts.views import OpFacts, Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, NATIVE_FUNCTIONS, Checkout
@@ -125,6 +125,8 @@ def _check_kernel_name(views: Views, f: OpFacts, settings: CheckSettings):
     reduction = reduction_of(views, f)
     if reduction is not None:
         return _reduction_kernel_name(f, reduction)
+    if not f.host.kernel and MPSGRAPH.search(mask_code(f.host.body)):
+        return f"{f.host.name} ({f.host.location}) serves the stub with MPSGraph: no Metal kernel to check"
     if not f.host.kernel:
         return [Finding("kernel-name", f.op, f.host.location,
                         f"{f.host.name} calls no lib.exec_*_kernel(iter, \"<name>\")",
@@ -203,7 +205,7 @@ def _functor_location(views: Views, f: OpFacts) -> Location:
 def _check_dtypes(views: Views, f: OpFacts, settings: CheckSettings):
     if skip := _reduction_skip(views, f, "dtype-coverage"):
         return skip
-    if f.host is None or not f.kernel_files:
+    if f.host is None or not f.kernel_files or not f.host.kernel:
         return "no functor to read (see kernel-name)"
     where = _functor_location(views, f)
     if not f.registered_dtypes:
@@ -279,6 +281,8 @@ _TEST_LIST_FINDINGS = {
                       "list exactly the dtypes that still fail"),
     "added-complex": ("the kernel registers complex dtypes but {key!r} is not in {dict}",
                       "add {key!r} to {dict}"),
+    "removed-complex": ("the kernel registers complex dtypes but {key!r} is still in {dict}",
+                        "remove {key!r} from {dict} (its complex tests pass: unexpected successes fail CI)"),
     "removed-decorator": ("OpInfo {key!r} still has an MPS expected failure/skip the kernel fixes: {detail}",
                           "remove the DecorateInfo"),
 }
