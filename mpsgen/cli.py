@@ -377,7 +377,7 @@ def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) ->
               help="Time limit for each of the build and test stages.")
 @click.option("--assume-mps", is_flag=True,
               help="Run build and tests even when this is not macOS (also: MPSGEN_ASSUME_MPS=1).")
-@click.option("--log-dir", default=None, metavar="DIR", help="Where build.log and tests.log go (default: <checkout>/.mpsgen/logs).")
+@click.option("--log-dir", default=None, metavar="DIR", help="Where build.log and tests.log go (default: the checkout's folder in the user state directory, $MPSGEN_STATE_DIR or the platform's; printed).")
 @click.option("--junit-xml", "junit_xml", default=None, metavar="PATH", help="Also write a JUnit XML report to PATH.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document with every finding instead of the table.")
 @click.option("--format", "fmt", type=click.Choice(["auto", "rich", "plain", "github"]), default="auto", show_default=True,

@@ -37,15 +37,17 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_index_cache(tmp_path_factory: pytest.TempPathFactory):
-    """mpsgen's index cache (mpsgen.read.cache) in a directory of this session, never the user's; set in
+    """mpsgen's index cache and state directory (mpsgen.read.cache) in directories of this session, never the user's; set in
     the environment so the CLI run as a subprocess uses it too."""
-    previous = os.environ.get("MPSGEN_CACHE_DIR")
+    previous = {name: os.environ.get(name) for name in ("MPSGEN_CACHE_DIR", "MPSGEN_STATE_DIR")}
     os.environ["MPSGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("mpsgen-cache"))
+    os.environ["MPSGEN_STATE_DIR"] = str(tmp_path_factory.mktemp("mpsgen-state"))  # verify's logs
     yield
-    if previous is None:
-        os.environ.pop("MPSGEN_CACHE_DIR", None)
-    else:
-        os.environ["MPSGEN_CACHE_DIR"] = previous
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 FIXTURE_CHECKOUT = ROOT / "fixtures" / "pytorch"
 TORCH_VERSION = "2.13.0"
 

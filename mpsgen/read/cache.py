@@ -10,8 +10,12 @@ mismatching cache file is ignored and rebuilt; writes go to a temporary file ren
 a cache directory that cannot be written to simply means running without the cache. Nothing is ever
 written inside the checkout.
 
-The cache directory is `$MPSGEN_CACHE_DIR` when set, else `$XDG_CACHE_HOME/mpsgen`, else
-`~/Library/Caches/mpsgen` on macOS and `~/.cache/mpsgen` elsewhere. `MPSGEN_NO_CACHE=1` turns it off.
+The cache directory is `$MPSGEN_CACHE_DIR` when set, else the platform's user cache directory
+(platformdirs: `$XDG_CACHE_HOME/mpsgen` or `~/.cache/mpsgen` on Linux, `~/Library/Caches/mpsgen` on
+macOS). `MPSGEN_NO_CACHE=1` turns it off.
+
+What `verify` writes (its build and test logs) goes to the user state directory (`state_dir`), also
+outside the checkout: read-only commands leave the checkout byte-identical.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -37,13 +40,26 @@ def cache_dir() -> Path:
     explicit = os.environ.get("MPSGEN_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and Path(xdg).is_absolute():
-        return Path(xdg) / "mpsgen"
-    home = Path.home()
-    if sys.platform == "darwin":
-        return home / "Library" / "Caches" / "mpsgen"
-    return home / ".cache" / "mpsgen"
+    import platformdirs
+
+    return platformdirs.user_cache_path("mpsgen", appauthor=False)
+
+
+def state_dir() -> Path:
+    """The user state directory mpsgen keeps what a run leaves (verify's logs) in: `$MPSGEN_STATE_DIR`
+    when set, else the platform's (`$XDG_STATE_HOME/mpsgen` or `~/.local/state/mpsgen` on Linux,
+    `~/Library/Application Support/mpsgen` on macOS)."""
+    explicit = os.environ.get("MPSGEN_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    import platformdirs
+
+    return platformdirs.user_state_path("mpsgen", appauthor=False)
+
+
+def checkout_dir_name(root: Path) -> str:
+    """A directory name for one checkout's files in a user directory: its folder's name and its key."""
+    return f"{Path(root).name or 'root'}-{checkout_key(root)[:12]}"
 
 
 def checkout_key(root: Path) -> str:

@@ -40,6 +40,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.rules import test_keys
 from mpsgen.facts.views import Views, read_op
 from mpsgen.model import Location
+from mpsgen.read.cache import checkout_dir_name, state_dir
 from mpsgen.read.checkout import Checkout
 
 
@@ -195,7 +196,10 @@ def compiler_errors(lines: list[str], root: Path, limit: int = 5) -> list[tuple[
 
 
 def _log_dir(checkout: Checkout, options: VerifyOptions) -> Path:
-    return Path(options.log_dir).resolve() if options.log_dir else checkout.root / ".mpsgen" / "logs"
+    """`--log-dir`, else the checkout's folder in the user state directory (never the checkout)."""
+    if options.log_dir:
+        return Path(options.log_dir).resolve()
+    return state_dir() / "logs" / checkout_dir_name(checkout.root)
 
 
 def _rel(checkout: Checkout, path: Path) -> str:
