@@ -234,7 +234,7 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
 @main.command("migrate", epilog=_examples(
     "mpsgen migrate atan2 --dry-run",
     "mpsgen migrate asinh acosh atanh",
-    'mpsgen migrate remainder --expr "a - b * floor(a / b)"',
+    'mpsgen migrate remainder --expr "a - b * c10::metal::floor_divide(a, b)" --dtypes float,integer',
 ))
 @click.argument("ops", nargs=-1, required=True, shell_complete=_complete_ops)
 @_kernel_options
