@@ -406,7 +406,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
         from mpsgen.facts.views import Views
 
         checkout = state.checkout()
-        views = Views(Workspace(checkout))
+        views = Views(Workspace(checkout), disk_cache=True)
         if changed:
             selected = changed_ops(views, base)
         elif all_native:

@@ -13,6 +13,7 @@ commands live in `mpsgen.facts.resolve`, the dtype and test-list rules in `mpsge
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from mpsgen.read.cpuread import UNKNOWN, CpuOutput, function_kind, read_cpu_file
 from mpsgen.read.kernelfile import KernelFile, read_kernel_file
 from mpsgen.read.metalhost.check import compile_metal_file
 from mpsgen.read.metalhost.owners import code_owners
-from mpsgen.read.metalread import KernelReading, read_kernel
+from mpsgen.read.metalread import KernelReading, read_kernel_cached
 from mpsgen.read.nfyaml import DispatchLine, NativeFunctions, YamlEntry
 from mpsgen.read.opinfo import find_opinfos, names_index, scan_calls
 from mpsgen.read.stubs import Stub, find_stub, read_stubs, split_params
@@ -419,7 +420,9 @@ class Views:
         def build(text: str) -> KernelView:
             masked = self.masked(rel)
             literal = read_kernel_file(text, rel, masked, strict=False)
-            reading = read_kernel(text, rel, self.header_text)
+            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
+            on_disk = self.checkout.root if self.disk_cache and unedited else None
+            reading = read_kernel_cached(on_disk, text, rel, self.header_text)
             return KernelView(rel, literal, reading, functor_spans(text, masked, literal.functors, reading),
                               registered_of(reading))
 
@@ -524,8 +527,6 @@ class Views:
         return None
 
     def _aliases(self, rel: str, text: str) -> dict[str, tuple[str, Location]]:
-        import bisect
-
         starts = self.opinfo_index(rel)["starts"]
         offsets = [start[0] for start in starts]
         out: dict[str, tuple[str, Location]] = {}

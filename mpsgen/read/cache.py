@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 FORMAT = 2  # 2: OpInfo calls on commented-out lines are not indexed
 
 
@@ -40,8 +42,6 @@ def cache_dir() -> Path:
     explicit = os.environ.get("MPSGEN_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    import platformdirs
-
     return platformdirs.user_cache_path("mpsgen", appauthor=False)
 
 
@@ -52,8 +52,6 @@ def state_dir() -> Path:
     explicit = os.environ.get("MPSGEN_STATE_DIR")
     if explicit:
         return Path(explicit)
-    import platformdirs
-
     return platformdirs.user_state_path("mpsgen", appauthor=False)
 
 
@@ -75,9 +73,11 @@ def cache_file(root: Path, kind: str, rel: str) -> Path:
     return cache_dir() / "index" / checkout_key(root) / f"{kind}--{rel.replace('/', '__')}.json"
 
 
-def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Callable[[], Any]) -> Any:
+def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Callable[[], Any],
+                 valid: Callable[[Any], bool] | None = None) -> Any:
     """`build()` (JSON data computed from `text`, the current text of `rel`), taken from the cache
-    when it holds the index of exactly this text. `root=None` (e.g. text edited in memory) builds."""
+    when it holds the index of exactly this text (and `valid(data)` holds: e.g. the other files it
+    was computed from are unchanged too). `root=None` (e.g. text edited in memory) builds."""
     if root is None or not cache_enabled():
         return build()
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -87,7 +87,8 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
         return build()
     stored = _load(path)
     if stored is not None and stored.get("format") == FORMAT and stored.get("kind") == kind \
-            and stored.get("path") == rel and stored.get("sha256") == digest and "data" in stored:
+            and stored.get("path") == rel and stored.get("sha256") == digest and "data" in stored \
+            and (valid is None or valid(stored["data"])):
         return stored["data"]
     data = build()
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -95,8 +96,6 @@ def shell_argv(command: str) -> list[str]:
     """How a user's command line runs: the user's `$SHELL` when it has pipefail (bash, zsh, ksh),
     else bash or zsh from PATH, else /bin/sh (`-e` only: a failure inside a pipeline is then the
     last command's)."""
-    import shutil
-
     user = os.environ.get("SHELL", "")
     if os.path.basename(user) in _PIPEFAIL_SHELLS and os.access(user, os.X_OK):
         return [user, "-e", "-o", "pipefail", "-c", command]
