@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -71,7 +72,25 @@ _WHEEL_LAYOUT = (
 
 
 def _wheel_cache() -> Path:
-    return Path(os.environ.get("MPSGEN_WHEEL_CACHE") or Path.home() / ".cache" / "mpsgen-wheel")
+    from support import wheel_cache
+
+    return wheel_cache()
+
+
+def pytest_sessionstart(session):
+    """One line at the start (with -q too): what the run downloads once, and where."""
+    from support import WHEEL_DOWNLOADS, wheel_cache
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(session.config, "workerinput"):  # an xdist worker: the controller says it
+        return
+    cache = wheel_cache()
+    wanted = [f"{what} (~{size})" for what, pattern, size in WHEEL_DOWNLOADS if not sorted(cache.glob(pattern))]
+    if wanted:
+        reporter.write_line(f"mpsgen tests: downloading once with pip into {cache} ($MPSGEN_WHEEL_CACHE): "
+                            f"{'; '.join(wanted)}; later runs reuse them")
+    else:
+        reporter.write_line(f"mpsgen tests: the wheels they need are in {cache} (nothing to download)")
 
 
 def _find_wheel(cache: Path) -> Path | None:
@@ -80,10 +99,16 @@ def _find_wheel(cache: Path) -> Path | None:
 
 
 def _download_wheel(cache: Path) -> Path:
+    from support import download_lock
+
     wheel = _find_wheel(cache)
     if wheel is not None:
         return wheel
-    cache.mkdir(parents=True, exist_ok=True)
+    with download_lock(cache):
+        return _find_wheel(cache) or _pip_download(cache)
+
+
+def _pip_download(cache: Path) -> Path:
     result = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", f"torch=={TORCH_VERSION}", "-d", str(cache)],
         capture_output=True,
@@ -130,10 +155,19 @@ def real_torch_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory laid out like a PyTorch checkout, filled from the torch 2.13.0 wheel:
     native_functions.yaml (+ tags.yaml), ATen/native headers (and mps/, mps/kernels/), c10/metal headers,
     common_mps.py, common_methods_invocations.py and opinfo/. Skips when the wheel is unavailable."""
+    from support import download_lock
+
     try:
         wheel = _download_wheel(_wheel_cache())
-        root = tmp_path_factory.mktemp("torch-checkout")
-        extract_checkout(wheel, root)
+        # extracted once for the whole run: parallel workers share their base temp directory's parent
+        shared = tmp_path_factory.getbasetemp().parent
+        root = shared / f"torch-checkout-{TORCH_VERSION}"
+        with download_lock(shared):
+            done = shared / f"torch-checkout-{TORCH_VERSION}.complete"
+            if not done.is_file():
+                shutil.rmtree(root, ignore_errors=True)
+                extract_checkout(wheel, root)
+                done.write_text(wheel.name)
     except (OSError, RuntimeError, subprocess.SubprocessError, zipfile.BadZipFile) as exc:
         from support import missing
 

@@ -26,7 +26,7 @@ import pytest
 from mpsgen.facts.catalog import SPECIAL_PREFIX, load_catalog
 from mpsgen.dtypes import METAL_INPUT_TYPES
 
-from support import missing
+from support import download_lock, missing
 
 TORCH_VERSION = "2.13.0"
 PLATFORM = "macosx_14_0_arm64"
@@ -49,7 +49,11 @@ def _wheel(cache: Path) -> Path:
     found = sorted(cache.glob(pattern))
     if found:
         return found[0]
-    cache.mkdir(parents=True, exist_ok=True)
+    with download_lock(cache):
+        return next(iter(sorted(cache.glob(pattern))), None) or _pip_download(cache, pattern)
+
+
+def _pip_download(cache: Path, pattern: str) -> Path:
     result = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", f"torch=={TORCH_VERSION}", "--platform", PLATFORM,
          "--only-binary=:all:", "-d", str(cache)],
