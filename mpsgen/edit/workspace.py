@@ -102,7 +102,7 @@ class Workspace:
                  for rel, (before, _) in texts.items()]
         # what a later op removed is not also reported kept (softplus keeps SKIPLIST_GRAD's entry, a
         # gradient list; softplus_backward in the same run removes it)
-        removed = {(c.location.path, c.detail.split(": ", 1)[0]) for c in self._changes}
+        removed = {(c.location.path, c.detail.split(": ", 1)[0]) for c in self._changes if c.kind == "removed-entry"}
         notes = [n for n in self._notes if n.location is None or _kept_subject(n) is None
                  or (n.location.path, _kept_subject(n)[1]) not in removed]
         return Plan(
