@@ -75,11 +75,13 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
 
 
-def _checkout(tmp_path: Path) -> Path:
-    """A git copy of the miniature, committed, with `origin/main` at that commit (for --base)."""
+@pytest.fixture(scope="session")
+def git_fixture(tmp_path_factory) -> Path:
+    """A git copy of the miniature, committed, with `origin/main` at that commit (for --base); made
+    once, copied for each example."""
     if shutil.which("git") is None:
         missing("git")
-    root = tmp_path / "pytorch"
+    root = tmp_path_factory.mktemp("examples") / "pytorch"
     shutil.copytree(FIXTURE_CHECKOUT, root)
     _git(root, "init", "-q")
     _git(root, "add", "-A")
@@ -142,8 +144,9 @@ def _ops(root: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"{e.where}: {e.text}")
-def test_example_runs(example, tmp_path):
-    root = _checkout(tmp_path)
+def test_example_runs(example, tmp_path, git_fixture):
+    root = tmp_path / "pytorch"
+    shutil.copytree(git_fixture, root, symlinks=True)
     work = tmp_path / "work"
     work.mkdir()
     argv, out = _prepare(example, root, work)
