@@ -77,6 +77,22 @@ def _wheel_cache() -> Path:
     return wheel_cache()
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `heavy` are skipped, with the reason, unless CI=true or MPSGEN_TESTS=all; the
+    controller says how many at the start."""
+    from support import HEAVY_SKIP, run_heavy
+
+    if run_heavy():
+        return
+    heavy = [item for item in items if item.get_closest_marker("heavy")]
+    for item in heavy:
+        item.add_marker(pytest.mark.skip(reason=HEAVY_SKIP))
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if heavy and reporter is not None and not hasattr(config, "workerinput"):
+        reporter.write_line(f"mpsgen tests: {len(heavy)} heavyweight end-to-end tests left out (CI runs them; "
+                            "MPSGEN_TESTS=all runs them here)")
+
+
 def pytest_sessionstart(session):
     """One line at the start (with -q too): what the run downloads once, and where."""
     from support import WHEEL_DOWNLOADS, wheel_cache

@@ -27,6 +27,14 @@ def ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+def run_heavy() -> bool:
+    """Whether tests marked `heavy` run: always under CI, locally with MPSGEN_TESTS=all."""
+    return ci() or os.environ.get("MPSGEN_TESTS", "").strip().lower() == "all"
+
+
+HEAVY_SKIP = "heavyweight end-to-end run: CI runs it (CI=true); MPSGEN_TESTS=all runs it here"
+
+
 def missing(reason: str):
     """Skip the test because something installable is missing (a failure under CI)."""
     import pytest

@@ -143,7 +143,10 @@ def _ops(root: Path) -> set[str]:
     return set(NativeFunctions((root / NATIVE_FUNCTIONS).read_text(encoding="utf-8"), NATIVE_FUNCTIONS).op_names)
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"{e.where}: {e.text}")
+# trace runs a torch script in process (tens of seconds each): heavy, run by CI (tests/conftest.py)
+@pytest.mark.parametrize("example", [
+    pytest.param(e, id=f"{e.where}: {e.text}", marks=[pytest.mark.heavy] if _command(e.argv) == "trace" else [])
+    for e in EXAMPLES])
 def test_example_runs(example, tmp_path, git_fixture):
     root = tmp_path / "pytorch"
     shutil.copytree(git_fixture, root, symlinks=True)
