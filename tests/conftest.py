@@ -78,19 +78,15 @@ def _wheel_cache() -> Path:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `heavy` are skipped, with the reason, unless CI=true or MPSGEN_TESTS=all; the
-    controller says how many at the start."""
+    """Tests marked `heavy` are skipped, with the reason, unless CI=true or MPSGEN_TESTS=all (the
+    run's first lines say so)."""
     from support import HEAVY_SKIP, run_heavy
 
     if run_heavy():
         return
-    heavy = [item for item in items if item.get_closest_marker("heavy")]
-    for item in heavy:
-        item.add_marker(pytest.mark.skip(reason=HEAVY_SKIP))
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if heavy and reporter is not None and not hasattr(config, "workerinput"):
-        reporter.write_line(f"mpsgen tests: {len(heavy)} heavyweight end-to-end tests left out (CI runs them; "
-                            "MPSGEN_TESTS=all runs them here)")
+    for item in items:
+        if item.get_closest_marker("heavy"):
+            item.add_marker(pytest.mark.skip(reason=HEAVY_SKIP))
 
 
 def pytest_sessionstart(session):
@@ -107,6 +103,11 @@ def pytest_sessionstart(session):
                             f"{'; '.join(wanted)}; later runs reuse them")
     else:
         reporter.write_line(f"mpsgen tests: the wheels they need are in {cache} (nothing to download)")
+    from support import run_heavy
+
+    if not run_heavy():
+        reporter.write_line("mpsgen tests: heavyweight end-to-end tests (marked heavy) are skipped: CI runs them "
+                            "(CI=true), MPSGEN_TESTS=all runs them here")
 
 
 def _find_wheel(cache: Path) -> Path | None:

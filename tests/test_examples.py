@@ -2,7 +2,8 @@
 `Examples:` of each command's --help, read from the text itself (a new example is tested without a
 new test), each run on a fresh git copy of the miniature checkout.
 
-What an example must do: exit 0, or for `verify` and `try` (whose verdict on the miniature's
+What an example must do: leave the checkout as it found it when it is read-only (`git status
+--porcelain --ignored` the same), exit 0, or for `verify` and `try` (whose verdict on the miniature's
 pre-migration ops may be a failing check) exit 1 with the finding printed; never a usage or input
 error (2) nor an internal one (3). One fact of its output: every op it names appears in what it
 printed (the redirected file for `> FILE`), a `--json` output is one JSON document, a `--markdown`
@@ -90,6 +91,11 @@ def git_fixture(tmp_path_factory) -> Path:
     return root
 
 
+def _status(root: Path) -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=root, capture_output=True, text=True,
+                          check=True).stdout
+
+
 def _command(argv: list[str]) -> str:
     rest = list(argv)
     while rest and rest[0] in ("-C", "--debug"):
@@ -154,7 +160,11 @@ def test_example_runs(example, tmp_path, git_fixture):
     work.mkdir()
     argv, out = _prepare(example, root, work)
     command = _command(argv)
+    read_only = command in ("scan", "verify", "try", "trace") or "--dry-run" in argv
+    status = _status(root)
     result = run_cli(argv, cwd=work)
+    if read_only:  # the checkout as it was, files git ignores included (verify's logs are elsewhere)
+        assert _status(root) == status
     if out is not None:  # the shell's `> FILE`
         out.write_text(result.stdout, encoding="utf-8")
     printed = result.stdout

