@@ -511,7 +511,7 @@ def try_(state, op, backend, reference, seed, samples, as_json, show_source, fmt
 ))
 @click.option("--candidates", is_flag=True, help="List the ops `migrate` can take, easiest first, with the reason.")
 @click.option("--tier", "tiers", default=None, metavar="TIERS",
-              help="Only these candidate tiers, comma-separated: ready (migrate OP completes), expr (needs --expr), port (needs a hand-written port). Implies --candidates.")
+              help="Only these candidate tiers, comma-separated: ready (migrate OP completes), reduce (a reduction migrate OP completes), expr (needs --expr), port (needs a hand-written port). Implies --candidates.")
 @click.option("--new-op", "new_op_list", is_flag=True,
               help="List the ops `new-op` can take instead (a shared stub, no MPS kernel), easiest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document: one record per op, candidates, totals.")

@@ -180,7 +180,6 @@ EXPECTED_KEYS = {
 @pytest.mark.parametrize("op", sorted(REAL_OPS))
 def test_real_opinfo_edit(real_torch_files, golden_testlists, op):
     text = (real_torch_files / CMI).read_text()
-    # (its speed is benchmarks/' business: a timed assertion fails on a loaded machine)
     refs = find_opinfos(text, CMI, op)
     after, changes = plan_opinfo_edits(text, CMI, refs, torch_dtypes_for(REAL_OPS[op]))
     keys = [r.key for r in refs if r.kind != "python-ref"]

@@ -81,7 +81,7 @@ def test_tier_filters_the_candidates(fixture_checkout):
         assert listed
     result = run_cli(["-C", str(fixture_checkout), "scan", "--tier", "ready,soon"])
     assert (result.exit_code, result.stderr) == (2, "mpsgen: error: --tier ready,soon: unknown tier soon "
-                                                    "(tiers are ready, expr, port)\n")
+                                                    "(tiers are ready, reduce, expr, port)\n")
 
 
 def test_new_op_lists_what_new_op_takes_easiest_first_and_each_completes(fixture_checkout, tmp_path):

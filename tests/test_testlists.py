@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import libcst as cst
 import pytest
@@ -264,10 +263,7 @@ def test_real_common_mps(real_torch_files, golden_testlists, op):
     covered = torch_dtypes_for(REAL_OPS[op])
     backward = op.endswith("_backward")
     tested = {r.key: dtypes_tested(r) for r in refs if dtypes_tested(r)}
-    start = time.perf_counter()
     after, changes = plan_testlist_edits(text, REL, keys, covered, "complex" in REAL_OPS[op], tested_dtypes=tested, backward=backward)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 3.0
     compile(after, REL, "exec")
     cst.parse_module(after)
     before_entries = [(d.name, e.key, e.dtypes) for d in find_xfail_dicts(text, REL) for e in d.entries]

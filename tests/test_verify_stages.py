@@ -339,7 +339,7 @@ def test_junit_report_parses_and_counts_match(ready, monkeypatch, tmp_path):
     tests = {c.get("name"): c for c in suites["mpsgen.verify.tests"].findall("testcase")}
     assert tests["test_output_match_hypot_cpu_float16"].find("failure") is not None
     assert tests["test_output_match_hypot_cpu_bfloat16"].find("skipped") is not None
-    assert len(suites["mpsgen.verify.static"].findall("testcase")) == len(STATIC_CHECKS) == 10
+    assert len(suites["mpsgen.verify.static"].findall("testcase")) == len(STATIC_CHECKS) == 11
 
 
 @needs_linux

@@ -33,9 +33,12 @@ whose definition was not found last):
 - `ready`: a shared `CPU, CUDA: ...` line, a stub with a supported signature and a catalog body;
 - `expr`: the same without a catalog body (or a Scalar alpha, where the catalog does not apply):
   `migrate OP --expr ...`;
+- `reduce`: a reduction (its stub declared in the reduction family's header, `ReduceOps.h`) that
+  `migrate OP` completes: a reduction catalog body, the kernel file's registration macro and
+  launcher read (`mpsgen.facts.reduction`), confirmed by planning the migration in memory;
 - `port`: anything else (no shared line, no stub, a signature mpsgen cannot generate, too many
-  inputs, a `dim`/`int[]` argument: a reduction or shape op): a hand-written port; the reason says
-  which.
+  inputs, a `dim`/`int[]` argument: a reduction or shape op, a reduction without a catalog body or
+  whose stub passes a scalar the kernels cannot take): a hand-written port; the reason says which.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import load_catalog, lookup
 from mpsgen.facts.params import is_params_stub
+from mpsgen.facts.reduction import REDUCTION_FAMILY
 from mpsgen.facts.resolve import generation_problem
 from mpsgen.facts.views import (
     DispatchSite,
@@ -72,7 +76,7 @@ from mpsgen.read.pylists import match_bracket
 
 BACKINGS = ("native", "mpsgraph", "mps-other", "mps-unknown", "composite", "none")
 _OP_PRIORITY = ("mpsgraph", "mps-unknown", "mps-other", "native", "none", "composite")
-TIERS = ("ready", "expr", "port")
+TIERS = ("ready", "reduce", "expr", "port")
 
 GRAPH_SITE = "LookUpOrCreateCachedGraph"
 _GRAPH_MARKER = re.compile(r"\bMPSGraph\w*|\bMPSCachedGraph\b|\bLookUpOrCreateCachedGraph\b|\brunMPSGraph\b|\bmpsGraph\b")
@@ -210,6 +214,11 @@ def new_op_candidates(checkout: Checkout) -> tuple[NewOpCandidate, ...]:
         stub, stub_problem = resolve_stub(views, op, shared)[:2]
         if generation_problem(views, op, shared, legacy, stub, stub_problem, "new-op", entries=entries) is not None:
             continue
+        if stub.header in REDUCTION_FAMILY:
+            if migrate_refusal(checkout, op, views, _templates(views), mode="new-op") is None:
+                found.append(NewOpCandidate(op, "reduce", stub.name, stub.signature, shared[0].line.location,
+                                            "reduction, reduction catalog body", 1))
+            continue
         refusal = migrate_refusal(checkout, op, views, _templates(views), mode="new-op")
         functor = functor_name_of_stub(stub.name)
         where = shared[0].line.location
@@ -302,6 +311,12 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
     problem = generation_problem(views, op, shared, legacy, stub, stub_problem, "migrate", entries=entries)
     if problem is not None:
         return Candidate("port", problem.message)
+    if stub.header in REDUCTION_FAMILY:  # a reduction with a catalog body (mpsgen/facts/reduction.py)
+        refusal = migrate_refusal(views.checkout, op, views, _templates(views))
+        if refusal is not None:
+            return Candidate("port", f"migrate refuses: {refusal}")
+        graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
+        return Candidate("reduce", f"reduction ({stub.name}), reduction catalog body{graph}")
     if is_params_stub(stub):  # several scalars: a params struct (mpsgen/params.py)
         tier, why = params_candidate(views, op, shared, stub, functor, catalog, backing)
         refusal = migrate_refusal(views.checkout, op, views, _templates(views)) if tier == "ready" else None

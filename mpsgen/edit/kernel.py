@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from mpsgen.dtypes import METAL_INPUT_TYPES
 from mpsgen.errors import MpsgenError
+from mpsgen.edit.reduction import ReductionChoice
 from mpsgen.facts.params import ParamsSpec
 from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.read.checkout import C10_METAL_DIR
@@ -194,6 +195,7 @@ class KernelChoice:
     registration_macro: str = ""  # a #define the registrations use (params kernels)
     params: ParamsSpec | None = None  # with its groups, for params kernels
     notes: tuple[Note, ...] = ()
+    reduction: ReductionChoice | None = None  # a reduction's struct, registrations and launcher
 
 
 # ------------------------------------------------------------------ list macros (the file's idiom)

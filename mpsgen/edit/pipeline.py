@@ -22,15 +22,17 @@ from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.edit.dispatch import plan_dispatch
 from mpsgen.edit.expectations import plan_expectations, test_names
 from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor
-from mpsgen.edit.host import plan_host
+from mpsgen.edit.host import function_suffix, plan_host
 from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
 from mpsgen.edit.legacy import plan_legacy
 from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
+from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.reduction import launcher_call, op_pairs, reduction_host_of, reduction_kernels_of, registration_macro
 from mpsgen.facts.resolve import OpSpec, Options
 from mpsgen.facts.rules import choose_groups
-from mpsgen.facts.views import Views
+from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
 from mpsgen.model import FileChange, Location, Note
 from mpsgen.read.c10lib import checkout_functions
 from mpsgen.read.checkout import NATIVE_FUNCTIONS
@@ -60,6 +62,8 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     if spec.params is not None:
 
         return choose_params_kernel(views, templates, spec, options)
+    if spec.reduction is not None:
+        return choose_reduction_kernel(views, templates, spec)
 
     kernel = views.kernel(spec.kernel_file)
     existing = spec.functor in kernel.functors and options.dtypes is None and options.expr is None
@@ -93,6 +97,28 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                         notes=fallback_notes(body, c10_functions))
 
 
+def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) -> KernelChoice:
+    """A reduction's op struct (catalog), its (input, output) pairs (the catalog's sibling op's, read
+    from the kernel file), the file's registration macro and the host launcher its siblings call."""
+    body = spec.reduction
+    kernels = reduction_kernels_of(views, spec.kernel_file)
+    host = reduction_host_of(views, spec.host_file)
+    if kernels is None or host is None:
+        raise MpsgenError(f"{spec.kernel_file} or {spec.host_file} is missing", hint="check the checkout")
+    pairs = op_pairs(kernels, body)
+    if not pairs:
+        raise MpsgenError(f"{spec.kernel_file} registers no {body.pairs_like}_reduction* kernels to take {spec.op}'s "
+                          "(input, output) pairs from", location=Location(spec.kernel_file, 1),
+                          hint="register the op's pairs by hand")
+    launcher, where = launcher_call(views, host, spec.host_file)
+    text = templates.render("reduction_op.metal.j2", struct=body.struct, identity=body.identity, combine=body.combine,
+                            simd=body.simd, threadgroup=body.threadgroup)
+    choice = ReductionChoice(body, text, registration_macro(views.ws.read(spec.kernel_file), spec.kernel_file),
+                             f"REGISTER_{body.op.upper()}", pairs, launcher, where)
+    registered = frozenset(METAL_TO_TORCH[i] for i, _ in pairs if i in METAL_TO_TORCH)
+    return KernelChoice("catalog", text, (), registered, reduction=choice)
+
+
 # ------------------------------------------------------------------------------------------ steps
 
 
@@ -106,6 +132,10 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
     """The .metal file (and a params kernel's struct in its header): functor and registrations."""
 
     spec, kernel = c.spec, c.kernel
+    if kernel.reduction is not None:
+        yield plan_reduction_kernel(c.read(spec.kernel_file), spec.kernel_file, kernel.reduction,
+                                    reduction_kernels_of(c.views, spec.kernel_file))
+        return
     if kernel.params is not None:
 
         yield plan_header(c.views.ws, c.templates, kernel.params)
@@ -129,6 +159,13 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
     """The operations/*.mm file: the kernel function and REGISTER_DISPATCH."""
 
     spec, kernel = c.spec, c.kernel
+    if kernel.reduction is not None:
+        text = c.read(spec.host_file)
+        suffix = function_suffix(HostView.read(text, spec.host_file).direct_registrations())
+        yield plan_reduction_host(text, spec.host_file, stub=spec.stub.name, function=f"{spec.functor}{suffix}",
+                                  iterator_type=spec.iterator_type, choice=kernel.reduction,
+                                  registered=c.views.registrations(spec.stub.name))
+        return
     if kernel.params is not None:
 
         yield plan_include(c.read(spec.host_file), spec.host_file, kernel.params.include)
@@ -144,6 +181,10 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
 def tests_step(c: StepContext) -> Iterable[FileChange]:
     """The OpInfo decorators and common_mps.py lists, by `mpsgen.facts.rules`."""
 
+    if c.kernel.reduction is not None:
+        c.views.ws.add_note(Note("todo", f"{c.spec.op}: the test lists are not edited for reductions yet; "
+                                         "check common_mps.py's expectations for it by hand"))
+        return
     yield from plan_expectations(c.views, c.spec.facts, c.kernel.registered, drop_undefined=c.options.drop_undefined)
 
 
@@ -151,7 +192,13 @@ def legacy_step(c: StepContext) -> Iterable[FileChange]:
     """(migrate) the MPSGraph implementation and what it leaves unused."""
 
     if c.spec.legacy:
-        yield from plan_legacy(c.views, c.spec, c.options.legacy_files)
+        changes = plan_legacy(c.views, c.spec, c.options.legacy_files)
+        before = {change.path: c.read(change.path) for change in changes}
+        yield from changes
+        if c.kernel.reduction is not None:
+            # the op's case of the MPSGraph helper other reductions still use
+            for path, text in before.items():
+                yield plan_helper_case_removal(c.read(path), path, text)
 
 
 NEW_OP_STEPS: tuple[tuple[str, Step], ...] = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.reduction import REDUCTION_FAMILY, ReductionBody, catalog_body, load_takes_parameter
 from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
 from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
@@ -18,6 +19,7 @@ FAMILY_FILES = {
     "UnaryOps.h": ("UnaryKernel.metal", "UnaryKernel.mm"),
     "Activation.h": ("ActivationKernel.metal", "ActivationKernel.mm"),
     "PointwiseOps.h": ("PointwiseOps.metal", "PointwiseOps.mm"),
+    **REDUCTION_FAMILY,
 }
 
 SUPPORTED_SIGNATURES = (
@@ -59,6 +61,7 @@ class OpSpec:
     kernel_file: str
     host_file: str
     params: ParamsSpec | None = None  # stubs with several scalars: see mpsgen/params.py
+    reduction: ReductionBody | None = None  # a reduction family stub: see mpsgen/facts/reduction.py
 
     @property
     def op(self) -> str:
@@ -111,6 +114,8 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     if is_params_stub(stub):
         params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file)
         return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params)
+    if stub.header in REDUCTION_FAMILY:
+        return OpSpec(facts, stub, 1, False, facts.functor, kernel_file, host_file, reduction=catalog_body(op))
     return OpSpec(facts, stub, arity, stub.scalar_count == 1, facts.functor, kernel_file, host_file)
 
 
@@ -171,6 +176,31 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
             location=stub.type_location or stub.location,
             hint=f"supported: {SUPPORTED_SIGNATURES}",
         )
+    if stub.header in REDUCTION_FAMILY:
+        kernel_rel = f"{KERNELS_DIR}/{REDUCTION_FAMILY[stub.header][0]}"
+        if not views.ws.exists(kernel_rel):
+            return MpsgenError(
+                f"{op} is a reduction ({stub.name}) and this checkout has no {kernel_rel}, the reduction "
+                "family's kernel file to register it in",
+                location=stub.location,
+                hint="mpsgen registers a reduction in the checkout's kernels/ReduceOps.metal and calls the launcher of "
+                     "operations/ReduceOps.mm; check the checkout",
+            )
+        if stub.scalar_count and views.ws.exists(kernel_rel) and not load_takes_parameter(views.ws.read(kernel_rel)):
+            return MpsgenError(
+                f"{op} is a reduction whose stub {stub.name} passes a Scalar ({stub.signature}), but the "
+                f"kernels of {kernel_rel} hand an op's load the element alone (OP::load(v)): the scalar "
+                "cannot reach the accumulation",
+                location=stub.type_location or stub.location,
+                hint="this op needs a hand-written kernel taking the scalar (as the file's `norm` kernel does)",
+            )
+        if catalog_body(op) is None:
+            return MpsgenError(
+                f"{op} is a reduction ({stub.name}) with no functor in mpsgen's reduction catalog",
+                location=stub.location,
+                hint="the catalog (mpsgen/facts/reduction_catalog.toml) holds prod; write this one by hand",
+            )
+        return None
     reductions = [site.entry for site in shared if "reduction" in site.entry.tags]
     if reductions:
         entry = reductions[0]

@@ -96,13 +96,17 @@ def is_mps_only(line: DispatchLine) -> bool:
 
 def stub_candidates(op: str, shared: tuple[DispatchSite, ...]) -> list[str]:
     """Where to look for an op's stub, in order: <op>_stub, the shared kernel's stem, and without
-    a `special_` prefix (special_laguerre_polynomial_l -> laguerre_polynomial_l_stub)."""
+    a `special_` prefix (special_laguerre_polynomial_l -> laguerre_polynomial_l_stub) or a private
+    helper's `linalg__` (linalg__powsum -> powsum_stub; `linalg_cross` keeps its own name: its
+    cross_stub is not what serves it on MPS)."""
     names = [f"{op}_stub"]
     for site in shared:
         stem = re.sub(r"(_out|_Tensor|_Scalar)+$", "", site.line.kernel)
         names.append(f"{stem}_stub")
     if op.startswith("special_"):
         names.append(f"{op[len('special_'):]}_stub")
+    if op.startswith("linalg__"):  # a private linalg helper: linalg__powsum -> powsum_stub
+        names.append(f"{op[len('linalg__'):]}_stub")
     return list(dict.fromkeys(names))
 
 

@@ -36,8 +36,8 @@ PREDEFINED = {"__METAL__": "1", "__METAL_VERSION__": "310"}
 _ROOT = "/@checkout"  # the include search paths pcpp sees; mapped back to checkout paths on open
 
 # A Metal scalar or vector type name as written in a host name (`float`, `half2`, `uchar`, ...).
-_TYPE = r"(?:u?(?:char|short|int|long)|bool|float|half|bfloat)[234]?"
-_DENSE_TYPES = re.compile(rf"({_TYPE})_({_TYPE})(?:_(\w+))?")
+METAL_TYPE = r"(?:u?(?:char|short|int|long)|bool|float|half|bfloat)[234]?"
+_DENSE_TYPES = re.compile(rf"({METAL_TYPE})_({METAL_TYPE})(?:_(\w+))?")
 _HOST_NAME = re.compile(r"host_name\s*\(\s*((?:\"(?:[^\"\\\n]|\\.)*\"\s*)+)\)")
 _STRING = re.compile(r"\"((?:[^\"\\\n]|\\.)*)\"")
 _FUNCTOR_USE = re.compile(r"\b(\w+)_functor\b")
@@ -75,6 +75,7 @@ class KernelReading:
     registrations: tuple[KernelRegistration, ...]
     host_names: tuple[str, ...]  # every kernel host name the file instantiates, in order
     errors: tuple[str, ...]  # what the preprocessor could not read ("line: message")
+    host_name_lines: tuple[int, ...] = ()  # the kernel-file line instantiating each of host_names
 
     def registered(self, functor: str) -> tuple[KernelRegistration, ...]:
         return tuple(r for r in self.registrations if r.functor == functor)
@@ -261,19 +262,20 @@ def read_kernel_cached(root, text: str, path: str, read: Callable[[str], str | N
     return _reading_from_json(cached_index(root, path, text, f"kernel-reading-{_READING_FORMAT}", build, valid)["reading"])
 
 
-_READING_FORMAT = 1
+_READING_FORMAT = 2  # 2: host_name_lines
 
 
 def _reading_to_json(reading: KernelReading) -> dict:
     return {"path": reading.path, "functors": [[f.name, f.line, f.macro] for f in reading.functors.values()],
             "registrations": [[r.functor, r.input, r.output, r.alpha, r.host_name, r.line] for r in reading.registrations],
-            "host_names": list(reading.host_names), "errors": list(reading.errors)}
+            "host_names": list(reading.host_names), "errors": list(reading.errors),
+            "host_name_lines": list(reading.host_name_lines)}
 
 
 def _reading_from_json(data: dict) -> KernelReading:
     return KernelReading(data["path"], {name: Functor(name, line, macro) for name, line, macro in data["functors"]},
                          tuple(KernelRegistration(*r) for r in data["registrations"]), tuple(data["host_names"]),
-                         tuple(data["errors"]))
+                         tuple(data["errors"]), tuple(data["host_name_lines"]))
 
 
 _HEADER_STATES: dict = {}  # (leading include lines, every_kernel) -> (macros, include_once, {rel: text})
@@ -325,9 +327,11 @@ def _read_expanded(expanded: str, text: str, path: str, source: str, errors: tup
         functors.setdefault(m.group(1), Functor(m.group(1), line, macro))
     registrations = []
     names = []
+    name_lines = []
     for m in _HOST_NAME.finditer(own):
         name = "".join(_STRING.findall(m.group(1)))
         names.append(name)
+        name_lines.append(line_of(m.start()))
         after = _FUNCTOR_USE.search(own, m.end())
         if after is None:
             continue
@@ -340,7 +344,7 @@ def _read_expanded(expanded: str, text: str, path: str, source: str, errors: tup
             continue
         registrations.append(KernelRegistration(functor, types.group(2), types.group(1), types.group(3) or "", name,
                                                 line_of(m.start())))
-    return KernelReading(path, functors, tuple(registrations), tuple(names), errors)
+    return KernelReading(path, functors, tuple(registrations), tuple(names), errors, tuple(name_lines))
 
 
 def _line_starts(text: str) -> list[int]:

@@ -28,7 +28,8 @@ def render_markdown(report: ScanReport, *, candidates: bool = False) -> str:
         out += _md_table(("#", "op", "tier", "backing", "implementation", "lines", "graph sites", "stub", "xfails", "reason"), candidate_rows(report))
         out.append("")
     out += _md_table(("backing", "meaning", "ops", "graph sites in kernels"), summary_rows(report))
-    out += ["", f"Candidates: {tiers.get('ready', 0)} ready, {tiers.get('expr', 0)} need `--expr`, {tiers.get('port', 0)} need a hand-written port.", ""]
+    reductions = f"{tiers['reduce']} reductions ready, " if tiers.get("reduce") else ""
+    out += ["", f"Candidates: {tiers.get('ready', 0)} ready, {reductions}{tiers.get('expr', 0)} need `--expr`, {tiers.get('port', 0)} need a hand-written port.", ""]
     out += _md_table(("host file", "graph sites", "MPSGraph kernels", "other MPS kernels"), file_rows(report))
     out += ["", f"Graph sites (`{GRAPH_SITE}`) in `mps/operations/*.mm`: {report.graph_sites}."]
     for note in report.notes:

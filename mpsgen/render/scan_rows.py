@@ -52,6 +52,7 @@ def candidates_line(report: ScanReport, *, listed: bool) -> str:
     """`candidates: N ready, N need --expr, N need a hand-written port`, pointing at --candidates
     when the list was not shown."""
     tiers = Counter(r.candidate.tier for r in report.ops if r.candidate)
-    ready, expr, port = (tiers.get(t, 0) for t in TIERS)
-    return (f"candidates: {ready} ready, {expr} need --expr, {port} need a hand-written port"
+    ready, reduce, expr, port = (tiers.get(t, 0) for t in TIERS)
+    reductions = f"{reduce} reductions ready, " if reduce else ""
+    return (f"candidates: {ready} ready, {reductions}{expr} need --expr, {port} need a hand-written port"
             + ("" if listed else " (mpsgen scan --candidates lists them)"))

@@ -29,8 +29,8 @@ def trace_to_json(report: TraceReport) -> dict:
                 "distinct_shapes": report.graph_entries(),
             },
             "migrate_now": {
-                "ops": list(tiers["ready"]),
-                "distinct_shapes": report.graph_entries(tiers["ready"]),
+                "ops": list(tiers["ready"] + tiers["reduce"]),
+                "distinct_shapes": report.graph_entries(tiers["ready"] + tiers["reduce"]),
                 "command": migrate_command(report),
             },
             "expr": list(tiers["expr"]),

@@ -128,7 +128,7 @@ def analyse(recording: Recording, scan: ScanReport) -> TraceReport:
 
 
 def migrate_command(report: TraceReport) -> str | None:
-    ready = report.graph_ops("ready")
+    ready = report.graph_ops("ready") + report.graph_ops("reduce")
     return f"mpsgen migrate {' '.join(ready)}" if ready else None
 
 
@@ -138,7 +138,7 @@ def last_line(report: TraceReport) -> str:
     if not graph:
         return "No MPSGraph-backed op ran: nothing here for mpsgen migrate."
     tiers = report.tiers()
-    ready = tiers["ready"]
+    ready = tiers["ready"] + tiers["reduce"]
     text = (f"mpsgen can migrate {len(ready)} of the {len(graph)} MPSGraph ops now "
             f"({report.graph_entries(ready)} of {report.graph_entries()} cached graphs)")
     text += f": {migrate_command(report)}" if ready else ""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from mpsgen.commands.scan import accepting_command
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.reduction import reduction_of
 from mpsgen.facts.views import METAL_TO_TORCH, Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.checkout import Checkout
@@ -41,6 +42,15 @@ def functor_facts(checkout: Checkout, op: str) -> FunctorFacts:
 
     views = Views(Workspace(checkout))
     facts = read_op(views, op)
+    reduction = reduction_of(views, facts)
+    if reduction is not None and reduction.routed and reduction.kernels is not None:
+        names = sum(len(reduction.kernels.names(prefix)) for prefix in reduction.prefixes)
+        raise MpsgenError(
+            f"{op} is a native Metal reduction ({facts.stub.name} -> {reduction.function}: "
+            f"{names} {'/'.join(p + '_reduction*' for p in reduction.prefixes)} kernels in {reduction.kernel_file}); "
+            "try runs elementwise functors and does not run a reduction's op struct yet",
+            location=facts.registrations[0].location,
+            hint=f"`mpsgen verify {op} --static-only` checks that every routing variant is registered for every pair")
     if facts.host is None or not facts.host.kernel:
         where = facts.shared[0].line.location if facts.shared else facts.entries[0].location
 

@@ -12,6 +12,7 @@ from mpsgen.commands.verify.model import FAILED, PASSED, SKIPPED, CheckResult, F
 from mpsgen.edit.expectations import plan_test_lists
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.reduction import ReductionFacts, reduction_of
 from mpsgen.facts.resolve import FAMILY_FILES
 from mpsgen.facts.rules import host_routing, missing_coverage
 from mpsgen.facts.views import OpFacts, Views, read_op
@@ -121,6 +122,9 @@ def _check_stub(views: Views, f: OpFacts, settings: CheckSettings):
 def _check_kernel_name(views: Views, f: OpFacts, settings: CheckSettings):
     if f.host is None:
         return "no single MPS registration to follow (see stub-registration)"
+    reduction = reduction_of(views, f)
+    if reduction is not None:
+        return _reduction_kernel_name(f, reduction)
     if not f.host.kernel:
         return [Finding("kernel-name", f.op, f.host.location,
                         f"{f.host.name} calls no lib.exec_*_kernel(iter, \"<name>\")",
@@ -135,6 +139,60 @@ def _check_kernel_name(views: Views, f: OpFacts, settings: CheckSettings):
     return []
 
 
+def _reduction_kernel_name(f: OpFacts, r: ReductionFacts):
+    """A reduction's host function names its kernels by op prefix through the launcher: each
+    prefix it passes must have kernels in the family's kernel file."""
+    if not r.routed:
+        if r.host is None or not r.host.suffix_function:
+            return (f"{r.host_file} has no reduction launcher (no function returning the kernel variant suffixes "
+                    f"from a switch): {r.function}'s kernels are not read")
+        return (f"{r.function} does not reach {r.host.suffix_function} (the launcher's variant switch): "
+                f"it names no kernel by op prefix and variant, which is what this check reads")
+    where = Location(f.host.location.path, f.host.body_line)
+    if not r.prefixes:
+        return [Finding("kernel-name", f.op, where, f"{r.function} reaches the reduction launcher but passes no op prefix (\"<op>_\")",
+                        "pass the op's kernel prefix, e.g. value_reduction_kernel_mps(iter, \"prod_\")")]
+    if r.kernels is None:
+        return [Finding("kernel-name", f.op, where, f"{r.kernel_file} does not exist", "add the reduction kernel file")]
+    return [Finding("kernel-name", f.op, where,
+                    f"{r.function} launches {op}_reduction* kernels, but {r.kernel_file} registers none",
+                    f"register the op's functor for its dtype pairs in {r.kernel_file}, or fix the prefix")
+            for op in r.unregistered_prefixes()]
+
+
+def _check_reduction_variants(views: Views, f: OpFacts, settings: CheckSettings):
+    """Every kernel the reduction launcher can name for the op is registered: each routing variant
+    for each (input, output) pair the op registers (a missing one is "no such kernel" at run time,
+    on some shapes only)."""
+    reduction = reduction_of(views, f)
+    if reduction is None:
+        return "not a reduction (its stub is not declared in the reduction family's header)"
+    if f.host is None:
+        return "no single MPS registration to follow (see stub-registration)"
+    if not reduction.routed or reduction.kernels is None:
+        return "no reduction kernels launched by prefix (see kernel-name)"
+    grouped: dict[tuple[str, str], list] = {}
+    for missing in reduction.missing():
+        grouped.setdefault((missing.op, missing.variant), []).append(missing)
+    out = []
+    for (op, variant), items in grouped.items():
+        pairs = ", ".join(f"{m.pair[0]}->{m.pair[1]}" for m in items)
+        routed = "the launcher can pick" if variant in reduction.launcher_variants else "its other pairs have"
+        first = min(items, key=lambda m: m.location.line)
+        out.append(Finding("reduce-variants", f.op, first.location,
+                           f"{op}_reduction{variant or ''}_<in>_<out> is not registered for {pairs} "
+                           f"({routed} the {variant or 'generic'} variant: \"no such kernel\" at run time on those shapes)",
+                           f"register every variant for each pair (the file's registration macro instantiates them all)"))
+    return out
+
+
+_REDUCTION_SKIP = "reduction: {what} reads elementwise functors; reduce-variants checks the op's kernels"
+
+
+def _reduction_skip(views: Views, f: OpFacts, what: str) -> str | None:
+    return _REDUCTION_SKIP.format(what=what) if f.stub is not None and reduction_of(views, f) is not None else None
+
+
 def _functor_location(views: Views, f: OpFacts) -> Location:
     rel = f.kernel_files[0]
     if f.registered and f.registered.line:
@@ -143,6 +201,8 @@ def _functor_location(views: Views, f: OpFacts) -> Location:
 
 
 def _check_dtypes(views: Views, f: OpFacts, settings: CheckSettings):
+    if skip := _reduction_skip(views, f, "dtype-coverage"):
+        return skip
     if f.host is None or not f.kernel_files:
         return "no functor to read (see kernel-name)"
     where = _functor_location(views, f)
@@ -235,6 +295,8 @@ _MISSING_OP_FINDING = {
 
 
 def _check_test_lists(views: Views, f: OpFacts, settings: CheckSettings):
+    if skip := _reduction_skip(views, f, "test-lists"):
+        return skip
     if f.host is None or not f.kernel_files:
         return "no registered functor (see kernel-name)"
     if not f.refs:
@@ -290,6 +352,8 @@ def _check_balance(views: Views, f: OpFacts, settings: CheckSettings):
 
 
 def _check_format(views: Views, f: OpFacts, settings: CheckSettings):
+    if skip := _reduction_skip(views, f, "format"):
+        return skip
     if f.host is None:
         return "no host function to read (see stub-registration)"
     ranges = op_line_ranges(views, f)
@@ -309,6 +373,8 @@ def _check_metal_compile(views: Views, f: OpFacts, settings: CheckSettings):
     (its functor, the lines that register or define it, or their instantiation context:
     `Views.code_owners`); any other is reported as pre-existing, naming the functor it belongs to."""
 
+    if skip := _reduction_skip(views, f, "metal-compile"):
+        return skip
     if not f.kernel_files:
         return "no kernel file defines the functor (see kernel-name)"
     out = []
@@ -343,6 +409,7 @@ CHECKS: tuple[tuple[str, CheckFn], ...] = (
     ("yaml-dispatch", _check_yaml),
     ("stub-registration", _check_stub),
     ("kernel-name", _check_kernel_name),
+    ("reduce-variants", _check_reduction_variants),
     ("dtype-coverage", _check_dtypes),
     ("placeholder", _check_placeholder),
     ("legacy", _check_legacy),

@@ -1,0 +1,174 @@
+"""Reduction kernels as a checkout writes them, read without assuming their names.
+
+Kernel side (`kernels/ReduceOps.metal`): every kernel the file instantiates is one host name
+`<op>_reduction<variant>_<input>_<output>` (the input type first, unlike elementwise kernels); the
+names come from the compiler's reading of the file (`mpsgen.read.metalread`: the registration
+macros expanded, adjacent literals joined), so however the file's macros build them,
+`reduction_kernels` sees what the compiled library lists: op prefix -> variant -> (input, output)
+pair -> the kernel-file line that instantiates it.
+
+Host side (`operations/ReduceOps.mm`): the launcher composes a kernel name from an op prefix, a
+variant suffix and the two types. `read_reduction_host` finds the launcher's variant suffixes
+(the string literals a `switch` over the kernel enum returns: `case X::Y: return "_y";`), the
+function holding that switch, and for every function of the file the functions it calls, so that
+`ReductionHost.routes(fn)` says whether a stub's host function reaches the launcher and
+`ReductionHost.prefixes(fn)` which op prefixes (`"prod_"`) it passes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from mpsgen.model import Location
+from mpsgen.read.cpp import find_definitions, mask_code
+# a Metal scalar or vector type as a kernel name spells it (float3: the Welford partials)
+from mpsgen.read.metalread import METAL_TYPE
+
+_NAME = re.compile(rf"(?P<op>[a-z0-9_]+?)_reduction(?P<variant>(?:_[a-z0-9]+)*?)_(?P<input>{METAL_TYPE})_(?P<output>{METAL_TYPE})")
+_CASE_RETURN = re.compile(r"\bcase\s+(?:(\w+)\s*::\s*)?(\w+)\s*:\s*return\s+\"(\w*)\"\s*;")
+_SINGLE = re.compile(rf"(?P<op>[a-z0-9_]+?)_reduction(?P<variant>(?:_[a-z0-9]+)*?)_(?P<input>{METAL_TYPE})")
+_PREFIX_LITERAL = re.compile(r"\"([a-z][a-z0-9_]*_)\"")
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+@dataclass(frozen=True)
+class ReductionName:
+    op: str  # the prefix without its trailing underscore: "prod", "norm_l2"
+    variant: str  # "" (the generic kernel), "_flat", "_outer_small_dim", ...
+    input: str
+    output: str
+
+
+def parse_reduction_name(name: str) -> ReductionName | None:
+    """`prod_reduction_outer_small_dim_half_float` -> (prod, _outer_small_dim, half, float); None
+    for a name of another shape."""
+    m = _NAME.fullmatch(name)
+    if m is None:
+        return None
+    return ReductionName(m.group("op"), m.group("variant"), m.group("input"), m.group("output"))
+
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ReductionKernels:
+    """What one kernel file instantiates: op prefix -> variant -> (input, output) -> line."""
+
+    path: str
+    ops: dict[str, dict[str, dict[Pair, int]]]
+    # variants instantiated under one-type names only (`argmax_reduction_combine_float`): a pass of
+    # their own, never named with an (input, output) pair
+    single_type_variants: frozenset[str] = frozenset()
+
+    def pairs(self, op: str) -> frozenset[Pair]:
+        return frozenset(p for by_pair in self.ops.get(op, {}).values() for p in by_pair)
+
+    def variants(self, op: str) -> frozenset[str]:
+        return frozenset(self.ops.get(op, {}))
+
+    def names(self, op: str) -> frozenset[str]:
+        return frozenset(f"{op}_reduction{v}_{i}_{o}" for v, by_pair in self.ops.get(op, {}).items() for i, o in by_pair)
+
+    def first_line(self, op: str) -> int:
+        lines = [line for by_pair in self.ops.get(op, {}).values() for line in by_pair.values() if line]
+        return min(lines) if lines else 0
+
+
+def reduction_kernels(path: str, host_names: tuple[str, ...], lines: tuple[int, ...]) -> ReductionKernels:
+    """The reduction kernels among a file's instantiated `host_names` (with the kernel-file line of
+    each, `KernelReading.host_name_lines`)."""
+    ops: dict[str, dict[str, dict[Pair, int]]] = {}
+    single: set[str] = set()
+    for i, name in enumerate(host_names):
+        parsed = parse_reduction_name(name)
+        if parsed is None:
+            one = _SINGLE.fullmatch(name)
+            if one is not None:
+                single.add(one.group("variant"))
+            continue
+        line = lines[i] if i < len(lines) else 0
+        by_pair = ops.setdefault(parsed.op, {}).setdefault(parsed.variant, {})
+        by_pair.setdefault((parsed.input, parsed.output), line)
+    paired = {v for by_variant in ops.values() for v in by_variant}
+    return ReductionKernels(path, ops, frozenset(single - paired))
+
+
+@dataclass(frozen=True)
+class ReductionHost:
+    """A host file's reduction launcher: the variant suffixes it composes names with (enum case ->
+    suffix), the function holding that switch, and the file's call graph."""
+
+    path: str
+    suffixes: dict[str, str]  # enum case -> suffix ("Generic" -> "", "Flat" -> "_flat", ...)
+    suffix_function: str  # the function whose switch returns the suffixes ("" when none)
+    suffix_location: Location | None
+    calls: dict[str, frozenset[str]] = field(default_factory=dict)  # function -> functions of this file it names
+    literals: dict[str, tuple[str, ...]] = field(default_factory=dict)  # function -> prefix literals in its body
+    cases: dict[str, frozenset[str]] = field(default_factory=dict)  # function -> the enum's cases it names
+
+    @property
+    def variants(self) -> frozenset[str]:
+        return frozenset(self.suffixes.values())
+
+    def reachable(self, function: str) -> set[str]:
+        """`function` and every function of this file it reaches through calls."""
+        seen, todo = set(), [function]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            todo.extend(self.calls.get(name, ()))
+        return seen
+
+    def routes(self, function: str) -> bool:
+        """Whether `function` reaches the launcher's suffix function through calls in this file."""
+        return bool(self.suffix_function) and self.suffix_function in self.reachable(function)
+
+    def picks(self, function: str) -> frozenset[str]:
+        """The variants the launcher can pick for `function`: the suffixes of the enum cases that
+        the code it reaches names (the suffix switch itself excluded)."""
+        named = set()
+        for name in self.reachable(function) - {self.suffix_function}:
+            named |= self.cases.get(name, frozenset())
+        return frozenset(self.suffixes[case] for case in named if case in self.suffixes)
+
+    def prefixes(self, function: str) -> tuple[str, ...]:
+        """The op prefixes (`prod`, from `"prod_"`) the function passes, in order of appearance."""
+        return tuple(dict.fromkeys(lit[:-1] for lit in self.literals.get(function, ())))
+
+
+def read_reduction_host(text: str, path: str) -> ReductionHost:
+    masked = mask_code(text)
+    definitions = [d for d in find_definitions(text, path) if d.kind == "function"]
+    names = {d.name for d in definitions}
+    calls: dict[str, set[str]] = {}
+    literals: dict[str, list[str]] = {}
+    suffixes: dict[str, str] = {}
+    suffix_function = ""
+    suffix_location = None
+    enum = ""
+    for d in definitions:
+        code = masked[d.code_start:d.code_end]
+        called = {m.group(0) for m in _IDENT.finditer(code)} & names
+        called.discard(d.name)
+        calls.setdefault(d.name, set()).update(called)
+        literals.setdefault(d.name, []).extend(_PREFIX_LITERAL.findall(text[d.code_start:d.code_end]))
+        body = text[d.code_start:d.code_end]
+        found = list(_CASE_RETURN.finditer(body))
+        cases = {m.group(2): m.group(3) for m in found}
+        # the launcher's suffix switch: returns "" for one case and "_x" literals for the others
+        if len(cases) >= 2 and all(s == "" or s.startswith("_") for s in cases.values()) and not suffix_function:
+            suffixes = cases
+            suffix_function = d.name
+            suffix_location = d.location
+            enum = found[0].group(1) or ""
+    named: dict[str, frozenset[str]] = {}
+    if enum:
+        pattern = re.compile(rf"\b{re.escape(enum)}\s*::\s*(\w+)")
+        named = {d.name: frozenset(pattern.findall(masked[d.code_start:d.code_end])) for d in definitions}
+    return ReductionHost(path, suffixes, suffix_function, suffix_location,
+                         {k: frozenset(v) for k, v in calls.items()},
+                         {k: tuple(v) for k, v in literals.items()}, named)

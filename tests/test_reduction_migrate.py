@@ -1,0 +1,67 @@
+"""`migrate prod` on the reduction overlay (prod served by the MPSGraph helper `reduction_out_mps`,
+which mean still uses): the exact edits (goldens), the kernels the edited file instantiates (every
+routing variant for each of sum's pairs but bool), verify passes, a second run changes nothing, and
+everything else is byte-identical."""
+
+from __future__ import annotations
+
+import difflib
+import os
+
+from mpsgen.read.metalread import read_kernel
+from reduction_support import REDUCE_METAL, REDUCE_MM, YAML, reduction_checkout
+from support import assert_golden, changed_files, pytorch_clang_format, run_cli, snapshot
+
+VARIANTS = ("", "_flat", "_flat_strided", "_outer", "_outer_small_dim", "_narrow", "_innermost", "_innermost_chunk")
+PROD_PAIRS = (("float", "float"), ("half", "half"), ("half", "float"), ("bfloat", "bfloat"), ("bfloat", "float"),
+              ("int", "long"), ("long", "long"))
+
+
+def test_migrate_prod(tmp_path):
+    root = reduction_checkout(tmp_path)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "migrate", "prod"])
+    assert result.exit_code == 0, result.output
+    after = snapshot(root)
+    assert changed_files(before, after) == {YAML, REDUCE_METAL, REDUCE_MM}
+    for rel in (YAML, REDUCE_METAL, REDUCE_MM):
+        diff = "".join(difflib.unified_diff(before[rel].decode().splitlines(True), after[rel].decode().splitlines(True),
+                                            f"a/{rel}", f"b/{rel}"))
+        assert_golden(diff, f"reduction/migrate_prod_{os.path.basename(rel)}.diff")
+
+    def header(rel):
+        path = root / rel if (root / rel).exists() else root / "aten/src" / rel
+        return path.read_text() if path.exists() else None
+
+    reading = read_kernel((root / REDUCE_METAL).read_text(), REDUCE_METAL, header, every_kernel=True)
+    prod = {name for name in reading.host_names if name.startswith("prod_")}
+    assert prod == {f"prod_reduction{v}_{i}_{o}" for v in VARIANTS for i, o in PROD_PAIRS}
+
+    # the helper stays for mean, without prod's case
+    mm = (root / REDUCE_MM).read_text()
+    assert "static void reduction_out_mps(" in mm and "MPSReductionType::MEAN" in mm
+    assert "PROD" not in mm
+
+    # clang-format leaves both edited files as they are (the overlay's files are formatted)
+    import subprocess
+
+    executable, style = pytorch_clang_format()
+    for rel in (REDUCE_METAL, REDUCE_MM):
+        formatted = subprocess.run([executable, f"--style=file:{style}", f"--assume-filename={rel}"],
+                                   input=(root / rel).read_text(), capture_output=True, text=True, check=True).stdout
+        assert formatted == (root / rel).read_text(), rel
+
+    verify = run_cli(["-C", str(root), "verify", "prod", "--static-only"])
+    assert verify.exit_code == 0, verify.output
+    again = run_cli(["-C", str(root), "migrate", "prod"])
+    assert again.exit_code == 0 and snapshot(root) == after
+    assert "already native Metal" in again.output
+
+
+def test_new_op_refuses_prod_and_migrate_refuses_a_reduction_without_a_catalog_body(tmp_path):
+    root = reduction_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "new-op", "prod"])
+    assert result.exit_code == 2 and "mpsgen migrate prod" in result.output
+    result = run_cli(["-C", str(root), "migrate", "mean"])
+    assert result.exit_code == 2
+    assert "mean is a reduction (mean_stub) with no functor in mpsgen's reduction catalog" in result.output
