@@ -1,6 +1,7 @@
 """Every example the user is shown runs: the indented `mpsgen ...` lines of README.md and the
 `Examples:` of each command's --help, read from the text itself (a new example is tested without a
-new test), each run on a fresh git copy of the miniature checkout.
+new test), each run on a fresh git copy of the miniature checkout (with its reduction overlay,
+fixtures/reduce, for an example naming an op only the overlay has).
 
 What an example must do: leave the checkout as it found it when it is read-only (`git status
 --porcelain --ignored` the same), exit 0, or for `verify` and `try` (whose verdict on the miniature's
@@ -91,6 +92,14 @@ def git_fixture(tmp_path_factory) -> Path:
     return root
 
 
+def _overlay_ops() -> set[str]:
+    """Ops only the reduction overlay's yaml declares (`- func: prod(...)` -> prod)."""
+    from reduction_support import REDUCE_OVERLAY
+
+    text = (REDUCE_OVERLAY / "native_functions.append.yaml").read_text(encoding="utf-8")
+    return set(re.findall(r"^- func: ([A-Za-z0-9_]+)", text, re.M)) - _ops(FIXTURE_CHECKOUT)
+
+
 def _status(root: Path) -> str:
     return subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=root, capture_output=True, text=True,
                           check=True).stdout
@@ -155,7 +164,15 @@ def _ops(root: Path) -> set[str]:
     for e in EXAMPLES])
 def test_example_runs(example, tmp_path, git_fixture):
     root = tmp_path / "pytorch"
-    shutil.copytree(git_fixture, root, symlinks=True)
+    if _overlay_ops() & set(example.argv):  # a reduction the miniature carries in its overlay (fixtures/reduce)
+        from reduction_support import reduction_checkout
+
+        reduction_checkout(tmp_path)
+        _git(root, "init", "-q")
+        _git(root, "add", "-A")
+        _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "fixture")
+    else:
+        shutil.copytree(git_fixture, root, symlinks=True)
     work = tmp_path / "work"
     work.mkdir()
     argv, out = _prepare(example, root, work)
