@@ -61,10 +61,41 @@ class _Interrupted(Exception):
     a blank line and "Aborted!")."""
 
 
+def usage_error(exc: click.exceptions.ClickException) -> tuple[str, str]:
+    """Bad usage as (one line, what to do): click's message without its closing full stop, the
+    command's help as the hint."""
+    message = " ".join(exc.format_message().split()).removesuffix(".")
+    ctx = getattr(exc, "ctx", None)
+    words = ctx.command_path.split()[1:] if ctx is not None else []  # the program is mpsgen however started
+    return message, f"see `{' '.join(['mpsgen', *words])} --help`"
+
+
+def _set_checkout_dir(ctx, param, value):
+    if value is not None:
+        ctx.find_object(_State).checkout_dir = value
+
+
+def _set_debug(ctx, param, value):
+    if value:
+        ctx.find_object(_State).debug = True
+
+
+def _global_options() -> list[click.Option]:
+    """-C and --debug once more on every command (hidden from its help), so that they work after
+    the command's name as well as before it (`mpsgen scan -C PATH`, `mpsgen migrate atan2 --debug`)."""
+    return [click.Option(["-C", "global_checkout_dir"], metavar="PATH", default=None, hidden=True, expose_value=False,
+                         callback=_set_checkout_dir),
+            click.Option(["--debug", "global_debug"], is_flag=True, hidden=True, expose_value=False, callback=_set_debug)]
+
+
 class _Main(click.Group):
     """The command group, whose errors outside a command's own run (bad usage, Ctrl-C while click
     parses) are one line too: usage errors exit 2 (with `--json` also as a JSON document on stdout),
     Ctrl-C exits 130."""
+
+    def add_command(self, cmd, name=None):
+        cmd.params.extend(_global_options())
+        super().add_command(cmd, name)
 
     def make_context(self, *args, **kwargs):
         try:
@@ -84,9 +115,13 @@ class _Main(click.Group):
         argv = list(sys.argv[1:] if args is None else args)
         try:
             result = super().main(argv, prog_name, complete_var, False, **extra)
-        except click.exceptions.ClickException as exc:
-            _error_json("--json" in argv, exc.format_message(), None, None)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `mpsgen` alone: the help, exit 2
             exc.show()
+            sys.exit(exc.exit_code)
+        except click.exceptions.ClickException as exc:
+            message, hint = usage_error(exc)
+            _error_json("--json" in argv, message, None, hint)
+            click.echo(f"mpsgen: error: {message} ({hint})", err=True)
             sys.exit(exc.exit_code)
         except (_Interrupted, click.exceptions.Abort, KeyboardInterrupt, EOFError):
             _error_json("--json" in argv, INTERRUPTED, None, None)
@@ -199,7 +234,7 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
 @main.command("migrate", epilog=_examples(
     "mpsgen migrate atan2 --dry-run",
     "mpsgen migrate asinh acosh atanh",
-    'mpsgen migrate remainder --expr "a - b * floor(a / b)"',
+    'mpsgen migrate remainder --expr "a - b * c10::metal::floor_divide(a, b)" --dtypes float,integer',
 ))
 @click.argument("ops", nargs=-1, required=True, shell_complete=_complete_ops)
 @_kernel_options
@@ -342,7 +377,7 @@ def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) ->
               help="Time limit for each of the build and test stages.")
 @click.option("--assume-mps", is_flag=True,
               help="Run build and tests even when this is not macOS (also: MPSGEN_ASSUME_MPS=1).")
-@click.option("--log-dir", default=None, metavar="DIR", help="Where build.log and tests.log go (default: <checkout>/.mpsgen/logs).")
+@click.option("--log-dir", default=None, metavar="DIR", help="Where build.log and tests.log go (default: the checkout's folder in the user state directory, $MPSGEN_STATE_DIR or the platform's; printed).")
 @click.option("--junit-xml", "junit_xml", default=None, metavar="PATH", help="Also write a JUnit XML report to PATH.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document with every finding instead of the table.")
 @click.option("--format", "fmt", type=click.Choice(["auto", "rich", "plain", "github"]), default="auto", show_default=True,
@@ -371,7 +406,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
         from mpsgen.facts.views import Views
 
         checkout = state.checkout()
-        views = Views(Workspace(checkout))
+        views = Views(Workspace(checkout), disk_cache=True)
         if changed:
             selected = changed_ops(views, base)
         elif all_native:

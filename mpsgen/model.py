@@ -17,6 +17,11 @@ class Location:
         return f"{self.path}:{self.line}"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 line`, `2 lines` (`plural` when the noun does not just take an s)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -36,15 +37,17 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_index_cache(tmp_path_factory: pytest.TempPathFactory):
-    """mpsgen's index cache (mpsgen.read.cache) in a directory of this session, never the user's; set in
+    """mpsgen's index cache and state directory (mpsgen.read.cache) in directories of this session, never the user's; set in
     the environment so the CLI run as a subprocess uses it too."""
-    previous = os.environ.get("MPSGEN_CACHE_DIR")
+    previous = {name: os.environ.get(name) for name in ("MPSGEN_CACHE_DIR", "MPSGEN_STATE_DIR")}
     os.environ["MPSGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("mpsgen-cache"))
+    os.environ["MPSGEN_STATE_DIR"] = str(tmp_path_factory.mktemp("mpsgen-state"))  # verify's logs
     yield
-    if previous is None:
-        os.environ.pop("MPSGEN_CACHE_DIR", None)
-    else:
-        os.environ["MPSGEN_CACHE_DIR"] = previous
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 FIXTURE_CHECKOUT = ROOT / "fixtures" / "pytorch"
 
 # wheel member prefix -> checkout directory, and which members to take from it
@@ -64,6 +67,37 @@ _WHEEL_LAYOUT = (
         False,
     ),
 )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `heavy` are skipped, with the reason, unless CI=true or MPSGEN_TESTS=all (the
+    run's first lines say so)."""
+    from support import HEAVY_SKIP, run_heavy
+
+    if run_heavy():
+        return
+    for item in items:
+        if item.get_closest_marker("heavy"):
+            item.add_marker(pytest.mark.skip(reason=HEAVY_SKIP))
+
+
+def pytest_sessionstart(session):
+    """One line at the start (with -q too): what the run downloads once, and where."""
+    from support import WHEEL_DOWNLOADS, run_heavy, wheel_cache
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(session.config, "workerinput"):  # an xdist worker: the controller says it
+        return
+    cache = wheel_cache()
+    wanted = [f"{what} (~{size})" for what, pattern, size in WHEEL_DOWNLOADS if not sorted(cache.glob(pattern))]
+    if wanted:
+        reporter.write_line(f"mpsgen tests: downloading once with pip into {cache} ($MPSGEN_WHEEL_CACHE): "
+                            f"{'; '.join(wanted)}; later runs reuse them")
+    else:
+        reporter.write_line(f"mpsgen tests: the wheels they need are in {cache} (nothing to download)")
+    if not run_heavy():
+        reporter.write_line("mpsgen tests: heavyweight end-to-end tests (marked heavy) are skipped: CI runs them "
+                            "(CI=true), MPSGEN_TESTS=all runs them here")
 
 
 def _target(member: str) -> str | None:
@@ -96,13 +130,21 @@ def extract_checkout(wheel: Path, root: Path) -> None:
 
 def _release_files(tmp_path_factory: pytest.TempPathFactory, version: str) -> Path:
     """The files mpsgen reads from the macOS arm64 wheel of `version` (`releases.fetch_wheel`), laid out
-    as a checkout; skips (fails under CI=true), saying why, when the wheel cannot be had."""
+    as a checkout, extracted once for the whole run (parallel workers share their base temp directory's
+    parent); skips (fails under CI=true), saying why, when the wheel cannot be had."""
     from releases import fetch_wheel
+    from support import download_lock
 
     try:
         wheel = fetch_wheel(version)
-        root = tmp_path_factory.mktemp(f"torch-{version}")
-        extract_checkout(wheel, root)
+        shared = tmp_path_factory.getbasetemp().parent
+        root = shared / f"torch-checkout-{version}"
+        with download_lock(shared):
+            done = shared / f"torch-checkout-{version}.complete"
+            if not done.is_file():
+                shutil.rmtree(root, ignore_errors=True)
+                extract_checkout(wheel, root)
+                done.write_text(wheel.name)
     except (OSError, RuntimeError, subprocess.SubprocessError, zipfile.BadZipFile) as exc:
         from support import missing
 

@@ -27,8 +27,9 @@ DYLIB = "torch/lib/libtorch_cpu.dylib"
 
 
 def wheel_cache() -> Path:
-    base = Path(os.environ.get("MPSGEN_WHEEL_CACHE") or Path.home() / ".cache" / "mpsgen-wheel")
-    return base / "macos-arm64"
+    from support import wheel_cache as tests_cache
+
+    return tests_cache() / "macos-arm64"
 
 
 def _find(cache: Path, version: str) -> Path | None:
@@ -39,11 +40,17 @@ def _find(cache: Path, version: str) -> Path | None:
 def fetch_wheel(version: str) -> Path:
     """The macOS arm64 wheel of `version`, downloaded into the cache on first use. Raises
     RuntimeError (pip's last line) when it cannot be had."""
+    from support import download_lock
+
     cache = wheel_cache()
     wheel = _find(cache, version)
     if wheel is not None:
         return wheel
-    cache.mkdir(parents=True, exist_ok=True)
+    with download_lock(cache):  # parallel workers: one downloads, the others then find it
+        return _find(cache, version) or _download(cache, version)
+
+
+def _download(cache: Path, version: str) -> Path:
     env = dict(os.environ, PIP_CONFIG_FILE=os.devnull)
     result = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", f"torch=={version}", "--platform", PLATFORM,

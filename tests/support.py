@@ -3,6 +3,7 @@ golden files, and byte-identity checks."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -24,6 +25,14 @@ MISSING = "not installed: "
 def ci() -> bool:
     """Whether this is a CI run (CI set to anything but empty, 0 or false)."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def run_heavy() -> bool:
+    """Whether tests marked `heavy` run: always under CI, locally with MPSGEN_TESTS=all."""
+    return ci() or os.environ.get("MPSGEN_TESTS", "").strip().lower() == "all"
+
+
+HEAVY_SKIP = "heavyweight end-to-end run: CI runs it (CI=true); MPSGEN_TESTS=all runs it here"
 
 
 def missing(reason: str):
@@ -49,6 +58,35 @@ def pytorch_clang_format() -> tuple[str, Path]:
     if executable is None:
         missing(f"no clang-format executable found ({INSTALL_HINT})")
     return executable, PYTORCH_CLANG_FORMAT
+
+
+def wheel_cache() -> Path:
+    """Where the tests keep the wheels they download once: `$MPSGEN_WHEEL_CACHE`, else ~/.cache/mpsgen-wheel."""
+    return Path(os.environ.get("MPSGEN_WHEEL_CACHE") or Path.home() / ".cache" / "mpsgen-wheel")
+
+
+# The wheels the suite downloads once (pip, into wheel_cache()) when they are not there yet:
+# (what, glob under the cache, about how big). Shown in the run's header line (conftest.py).
+WHEEL_DOWNLOADS = (
+    ("torch 2.15.0 macOS arm64 wheel", "macos-arm64/torch-2.15.0-*-macosx_14_0_arm64.whl", "139 MB"),
+    ("torch 2.14.0 macOS arm64 wheel", "macos-arm64/torch-2.14.0-*-macosx_14_0_arm64.whl", "127 MB"),
+    ("torch 2.13.0 macOS arm64 wheel", "macos-arm64/torch-2.13.0-*-macosx_14_0_arm64.whl", "111 MB"),
+)
+
+
+@contextlib.contextmanager
+def download_lock(cache: Path):
+    """One download (or one extraction) at a time across parallel test workers (pytest-xdist): the
+    second worker waits, then finds the file there."""
+    import fcntl
+
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def copy_checkout(tmp_path: Path, source: Path = FIXTURE_CHECKOUT, *, style: bool = True) -> Path:

@@ -115,3 +115,37 @@ def test_spans_after_non_ascii_text_on_the_same_line():
 def test_implicitly_concatenated_keys_are_not_a_test_list():
     text = 'X = {"as" "inh": [torch.float32]}\n'
     assert plan_testlist_edits(text, "m.py", ("asinh",), frozenset({"float32"}), False) == (text, ())
+
+
+def test_kernel_readings_are_cached_while_the_file_and_its_headers_hash_the_same(tmp_path, monkeypatch):
+    """A real kernel file takes the preprocessor seconds: its reading is kept, and used only while
+    the file and every header the reading looked at are unchanged."""
+    from mpsgen.read import metalread
+    from support import copy_checkout
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    root = copy_checkout(tmp_path)
+    rel = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    text = (root / rel).read_text()
+
+    def read(name):
+        path = root / name
+        return path.read_text() if path.is_file() else None
+
+    first = metalread.read_kernel_cached(root, text, rel, read)
+    assert first == metalread.read_kernel(text, rel, read)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read afresh")
+
+    monkeypatch.setattr(metalread, "read_kernel", refuse)
+    assert metalread.read_kernel_cached(root, text, rel, read) == first  # from the cache
+    utils = "c10/metal/utils.h"
+
+    def edited(name):
+        return read(name) + "\n// edited\n" if name == utils else read(name)
+
+    with pytest.raises(AssertionError, match="read afresh"):  # a header it read changed: not from the cache
+        metalread.read_kernel_cached(root, text, rel, edited)
+    with pytest.raises(AssertionError, match="read afresh"):  # an edited text (root None) is never cached
+        metalread.read_kernel_cached(None, text, rel, read)

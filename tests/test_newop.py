@@ -85,7 +85,7 @@ def test_placeholder_names_the_line_to_fill_in(tmp_path):
     result = run_cli(["-C", str(root), "new-op", "special_laguerre_polynomial_l"])
     assert result.exit_code == 0
     metal = (root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal").read_text()
-    line = next(i for i, text in enumerate(metal.splitlines(), 1) if "#error" in text)
+    line = next(i for i, text in enumerate(metal.splitlines(), 1) if text.startswith("#error"))  # not the comment
     assert f"BinaryKernel.metal:{line}: fill in the body of laguerre_polynomial_l_functor" in result.stdout
 
 

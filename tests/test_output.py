@@ -255,7 +255,7 @@ EXAMPLES = {
     "new-op": ["mpsgen new-op hypot --dry-run", "mpsgen new-op hypot",
                "mpsgen new-op copysign --dtypes float,int2float"],
     "migrate": ["mpsgen migrate atan2 --dry-run", "mpsgen migrate asinh acosh atanh",
-                'mpsgen migrate remainder --expr "a - b * floor(a / b)"'],
+                'mpsgen migrate remainder --expr "a - b * c10::metal::floor_divide(a, b)" --dtypes float,integer'],
     "verify": ["mpsgen verify atan2 hypot --static-only", "mpsgen verify --changed --base origin/main --format github",
                "mpsgen verify --all-native --static-only --json > verify.json"],
     "scan": ["mpsgen scan --candidates", "mpsgen scan --candidates --tier ready,expr", "mpsgen scan --new-op",

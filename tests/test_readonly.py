@@ -67,3 +67,28 @@ def test_the_quickstart_from_inside_the_checkout_writes_nothing(git_copy, tmp_pa
     assert result.stdout.startswith("diff --git")
     assert (tmp_path / "user-cache" / "index").is_dir()  # the cache was used, outside the checkout
     assert _git(git_copy, "status", "--porcelain", "--ignored") == ""
+
+
+def test_verify_with_build_and_tests_writes_its_logs_outside_the_checkout(git_copy, tmp_path, monkeypatch):
+    """The logs go to the user state directory (here $MPSGEN_STATE_DIR), the paths printed; the
+    checkout stays byte-identical, ignored files included (the build directory is the user's)."""
+    import sys
+
+    monkeypatch.setenv("MPSGEN_STATE_DIR", str(tmp_path / "state"))
+    assert run_cli(["-C", str(git_copy), "new-op", "hypot"]).exit_code == 0
+    shutil.rmtree(git_copy / ".mpsgen", ignore_errors=True)  # the lock's own .gitignore, from the write
+    _git(git_copy, "add", "-A")
+    _git(git_copy, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "hypot")
+    build_dir = tmp_path / "build"
+    build_dir.mkdir()
+    before = every_file(git_copy)
+    result = run_cli(["-C", str(git_copy), "verify", "hypot", "--assume-mps", "--format", "plain",
+                      "--build-dir", str(build_dir), "--build-cmd", f"{sys.executable} {git_copy}/tools/mps_build.py"])
+    assert result.exit_code == 0, result.stdout
+    logs = sorted((tmp_path / "state" / "logs").glob("*/*.log"))
+    assert [p.name for p in logs] == ["build.log", "tests.log"]
+    assert f"build log: {logs[0]}" in result.stdout.splitlines()
+    assert f"tests log: {logs[1]}" in result.stdout.splitlines()
+    assert "test_output_match_hypot_cpu_float32" in logs[1].read_text()
+    assert _git(git_copy, "status", "--porcelain", "--ignored") == ""
+    assert every_file(git_copy) == before

@@ -65,3 +65,17 @@ def test_migrate_yaml_edit_is_exact_and_minimal_for_every_candidate(real_torch_f
         # a second edit finds nothing to do
         again = NativeFunctions(new_text, NF).entry(entry.name)
         assert not [l for l in again.dispatch if is_legacy_line(l)]
+
+
+def test_one_pass_over_every_entry_reads_each_as_its_own_scan_does(real_torch_files):
+    """`entries` (one pass over the file) also serves `op_entries` (scan asks for both): the same
+    entries, spans and lines as scanning each entry's slice alone."""
+    text = (real_torch_files / "aten/src/ATen/native/native_functions.yaml").read_text(encoding="utf-8")
+    whole = NativeFunctions(text, "native_functions.yaml")
+    alone = NativeFunctions(text, "native_functions.yaml")
+    everything = whole.entries
+    assert len(everything) > 2000
+    for op in alone.op_names:
+        assert whole.op_entries(op) == alone.op_entries(op)
+    each = sorted((e for op in alone.op_names for e in alone.op_entries(op)), key=lambda e: e.start)
+    assert list(everything) == each

@@ -138,6 +138,7 @@ def assert_line_endings(after: str, newline: str) -> None:
     assert newline == "\r\n" or "\r" not in after
 
 
+@pytest.mark.heavy
 @settings(SETTINGS, max_examples=100)
 @given(data=st.data())
 def test_yaml_dispatch_edit_of_a_random_op_changes_only_its_dispatch_lines(real, data):
@@ -180,6 +181,7 @@ def test_common_mps_edit_of_a_random_key_changes_only_its_entries(real, data):
     compile(after, COMMON_MPS, "exec")
 
 
+@pytest.mark.heavy
 @settings(SETTINGS, max_examples=40)
 @given(data=st.data())
 def test_opinfo_edit_of_a_random_op_changes_only_its_opinfo_calls(real, data):

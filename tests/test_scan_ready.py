@@ -27,6 +27,7 @@ def candidates(doc) -> list[dict]:
     return [{"op": op, **records[op]["candidate"]} for op in doc["candidates"]]
 
 
+@pytest.mark.heavy
 @pytest.mark.realfiles
 def test_every_ready_candidate_migrates_and_verifies_on_the_real_size_checkout(real_checkout, tmp_path):
     doc = scan_json(real_checkout, "--candidates", "--tier", "ready")
@@ -71,6 +72,7 @@ def test_a_legacy_kernel_outside_the_host_files_is_not_ready_and_legacy_file_tak
                                                 "(name the file defining the legacy kernel)\n")
 
 
+@pytest.mark.heavy
 def test_tier_filters_the_candidates(fixture_checkout):
     everything = candidates(scan_json(fixture_checkout, "--candidates"))
     for tiers in (["ready"], ["expr"], ["port"], ["ready", "expr"]):

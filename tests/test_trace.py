@@ -185,6 +185,7 @@ def test_script_that_raises_keeps_the_trace_before_it_and_exits_1(tmp_path):
                        "the trace covers what ran before")
 
 
+@pytest.mark.heavy
 def test_exit_status_and_argv_of_the_script(tmp_path):
     body = HEAD + "print(sys.argv)\nF.mish(torch.ones(1))\nsys.exit(int(sys.argv[1]))\n"
     document, result = _json(tmp_path, body, "3", "--flag", expect_exit=1)
@@ -227,6 +228,7 @@ def test_markdown_names_the_command_in_code(tmp_path):
                          "1 more with --expr (logit_backward)")
 
 
+@pytest.mark.heavy
 def test_save_then_ops_file_gives_the_same_report(tmp_path):
     saved = tmp_path / "ops.json"
     first, _ = _json(tmp_path, MLP)
@@ -314,6 +316,7 @@ def test_options_after_the_script_are_the_scripts(tmp_path):
     assert document["script"]["args"] == ["--json", "-C", "x"]
 
 
+@pytest.mark.heavy
 def test_trace_leaves_the_checkout_byte_identical(tmp_path):
     pytest.importorskip("torch")
     root = copy_checkout(tmp_path)
@@ -364,6 +367,7 @@ def test_help_ends_with_examples():
         "    mpsgen -C ~/pytorch trace --ops-file ops.json", "    mpsgen trace --markdown bench.py > trace.md"]
 
 
+@pytest.mark.heavy
 def test_totals_line_says_one_op_and_no_graph_when_none_ran(tmp_path):
     result, _ = _trace(tmp_path, HEAD + "F.mish(torch.ones(2))\n", options=("--format", "plain"))
     assert result.stdout.splitlines()[-2] == ("4 calls of 4 overloads (4 ops); MPSGraph: 1 call of 1 op, "

@@ -16,6 +16,7 @@ to them. The test skips (failing under CI=true), saying why, when a wheel cannot
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import zipfile
@@ -75,7 +76,10 @@ def kernel_names(version: str) -> list[str]:
         missing(f"macOS arm64 torch {version} wheel unavailable: {exc}")
     if not names:
         pytest.fail(f"no Metal kernel host names found in {DYLIB} of torch {version}")
-    listing.write_text("\n".join(names) + "\n", encoding="utf-8")
+    # written whole, then renamed: a parallel worker reads the old state or the complete list
+    partial = listing.with_name(f"{listing.name}.{os.getpid()}")
+    partial.write_text("\n".join(names) + "\n", encoding="utf-8")
+    os.replace(partial, listing)
     return names
 
 

@@ -141,7 +141,8 @@ def test_build_failure_without_compiler_message_points_at_the_log(ready, monkeyp
     code, doc = verify(ready, *full())
     assert code == 1
     finding = stage(doc, "build")["checks"][0]["findings"][0]
-    assert finding["path"] == ".mpsgen/logs/build.log" and "exit code 1" in finding["message"]
+    assert finding["path"].endswith("/build.log") and ".mpsgen" not in finding["path"]
+    assert finding["message"] == "build failed with exit code 1"
 
 
 def test_missing_build_tool_is_a_failure(ready):
@@ -149,6 +150,65 @@ def test_missing_build_tool_is_a_failure(ready):
     assert code == 1
     assert stage(doc, "build")["status"] == "failed"
     assert "build tool not found: mpsgen-no-such-ninja" in stage(doc, "build")["reason"]
+
+
+def _bare_checkout(tmp_path):
+    """The least a checkout is (its yaml) and a build directory: the build stage needs no more."""
+    root = tmp_path / "co"
+    (root / "aten/src/ATen/native").mkdir(parents=True)
+    (root / "aten/src/ATen/native/native_functions.yaml").write_text("")
+    (root / "build" / "sub").mkdir(parents=True)
+    return root
+
+
+def _build(root, command, log_dir):
+    from mpsgen.commands.verify import VerifyOptions
+    from mpsgen.commands.verify.stages import run_build
+    from mpsgen.read.checkout import Checkout
+
+    return run_build(Checkout.find(root), VerifyOptions(build_cmd=command, assume_mps=True, log_dir=str(log_dir)))
+
+
+# Each shell construct with a failure that a word-split, shell-less run would have hidden (or run
+# as arguments of the first command): every one fails the build with its exit status.
+@pytest.mark.parametrize("command, status", [
+    ("true && false", 1),
+    ("echo x; exit 1", 1),
+    ("false; echo ran anyway", 1),
+    ("false | cat", 1),
+    ("cd sub && exit 3", 3),
+    ("cd no-such-dir && echo built", None),
+    ("echo $((6 * 7)) > out.txt && test $(cat out.txt) = 41", 1),
+])
+def test_build_command_runs_in_a_shell_and_any_failure_fails(tmp_path, command, status):
+    result = _build(_bare_checkout(tmp_path), command, tmp_path / "logs")
+    assert result.status == "failed", command
+    finding = result.checks[0].findings[0]
+    if status is not None:
+        assert finding.message == f"build failed with exit code {status}"
+    assert finding.location.path == str(tmp_path / "logs" / "build.log")
+    assert f"$ {command}  (in " in (tmp_path / "logs" / "build.log").read_text()
+
+
+def test_build_command_shell_features_pass_when_every_part_passes(tmp_path):
+    root = _bare_checkout(tmp_path)
+    result = _build(root, "cd sub && echo built | tee made.txt > /dev/null; test -f made.txt", tmp_path / "logs")
+    assert result.status == "passed"
+    assert (root / "build" / "sub" / "made.txt").read_text() == "built\n"
+
+
+def test_shell_is_the_users_when_it_has_pipefail(monkeypatch):
+    import shutil
+
+    from mpsgen.commands.verify.stages import shell_argv
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash here")
+    monkeypatch.setenv("SHELL", bash)
+    assert shell_argv("ninja torch_cpu") == [bash, "-e", "-o", "pipefail", "-c", "ninja torch_cpu"]
+    monkeypatch.setenv("SHELL", "/bin/sh")  # no pipefail in POSIX sh: bash or zsh from PATH instead
+    assert shell_argv("x")[1:] == ["-e", "-o", "pipefail", "-c", "x"]
 
 
 def test_build_timeout_kills_the_build(ready, monkeypatch):
@@ -164,7 +224,7 @@ def test_build_command_comes_from_mpsgen_toml(ready):
     (ready / ".mpsgen.toml").write_text(f"build-cmd = {json.dumps(BUILD)}\n")
     code, doc = verify(ready, "--assume-mps")
     assert code == 0
-    assert stage(doc, "build")["command"][-1] == "../tools/mps_build.py"
+    assert stage(doc, "build")["command"][-1] == BUILD
 
 
 def test_build_command_comes_from_pyproject_tool_table(ready):

@@ -2,7 +2,7 @@
 shipped them (native_functions.yaml, common_mps.py, common_methods_invocations.py) and the Metal
 kernels its `libtorch_cpu.dylib` compiled, read as (input, output) pairs per functor.
 
-The wheel (about 111 MB) is fetched at test time with pip (`PIP_CONFIG_FILE` pointed at the null
+The wheel (about 127 MB for 2.14.0) is fetched at test time by `releases.fetch_wheel`, with pip (`PIP_CONFIG_FILE` pointed at the null
 device, so a machine's pip constraints cannot hide a release) into the tests' wheel cache
 (`$MPSGEN_WHEEL_CACHE`, else ~/.cache/mpsgen-wheel) under `macos-arm64/`; what the tests read is
 extracted once next to it (`release-<version>/`). `release_files` raises `Unavailable` saying why
@@ -11,15 +11,15 @@ when the wheel cannot be had; the caller skips (a failure under CI=true).
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-PLATFORM = "macosx_14_0_arm64"
+from releases import fetch_wheel, wheel_cache
+from support import download_lock
+
 DYLIB = "torch/lib/libtorch_cpu.dylib"
 # wheel member -> file name in the extracted release directory
 MEMBERS = {
@@ -45,31 +45,12 @@ class Unavailable(Exception):
     """The release's wheel cannot be had here (the message says why)."""
 
 
-def wheel_cache() -> Path:
-    base = Path(os.environ.get("MPSGEN_WHEEL_CACHE") or Path.home() / ".cache" / "mpsgen-wheel")
-    return base / "macos-arm64"
-
-
-def mac_wheel(version: str, cache: Path) -> Path:
-    pattern = f"torch-{version}-*-{PLATFORM}.whl"
-    found = sorted(cache.glob(pattern))
-    if found:
-        return found[0]
-    cache.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PIP_CONFIG_FILE=os.devnull)
+def mac_wheel(version: str) -> Path:
+    """The release's macOS arm64 wheel (`releases.fetch_wheel`, the one fetcher the tests share)."""
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", f"torch=={version}", "--platform", PLATFORM,
-             "--only-binary=:all:", "-d", str(cache)],
-            capture_output=True, text=True, timeout=900, env=env,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise Unavailable(f"pip download torch=={version} failed: {exc}") from exc
-    found = sorted(cache.glob(pattern))
-    if result.returncode != 0 or not found:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no wheel downloaded"]
-        raise Unavailable(f"macOS arm64 torch {version} wheel: {tail[0]}")
-    return found[0]
+        return fetch_wheel(version)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        raise Unavailable(f"macOS arm64 torch {version} wheel: {exc}") from exc
 
 
 def kernel_names(dylib: bytes) -> list[str]:
@@ -86,6 +67,22 @@ def release_files(version: str) -> Path:
     out = cache / f"release-{version}"
     if all((out / name).is_file() for name in [*MEMBERS.values(), KERNEL_NAMES]):
         return out
+    wheel = mac_wheel(version)
+    with download_lock(cache):  # parallel workers: one extracts, the others then find it complete
+        if all((out / name).is_file() for name in [*MEMBERS.values(), KERNEL_NAMES]):
+            return out
+        try:
+            with zipfile.ZipFile(wheel) as archive:
+                out.mkdir(parents=True, exist_ok=True)
+                for member, name in MEMBERS.items():
+                    (out / name).write_bytes(archive.read(member))
+                names = kernel_names(archive.read(DYLIB))
+        except (OSError, zipfile.BadZipFile, KeyError) as exc:
+            raise Unavailable(f"{wheel}: {exc}") from exc
+        if not names:
+            raise Unavailable(f"no Metal kernel names found in {wheel}:{DYLIB}")
+        (out / KERNEL_NAMES).write_text("\n".join(names) + "\n", encoding="utf-8")  # last: marks it complete
+    return out
     wheel = mac_wheel(version, cache)
     try:
         with zipfile.ZipFile(wheel) as archive:

@@ -198,7 +198,7 @@ def new_op_candidates(checkout: Checkout) -> tuple[NewOpCandidate, ...]:
     memory as `mpsgen new-op OP` would plan it; an op it would refuse is not listed, and one it
     would refuse only for want of a functor body is listed as `expr`."""
 
-    views = Views(Workspace(checkout))
+    views = Views(Workspace(checkout), disk_cache=True)
     nf = views.native_functions
     views.all_stubs()
     catalog = load_catalog()
@@ -237,7 +237,7 @@ def scan_checkout(checkout: Checkout) -> ScanReport:
     """Read the checkout once and classify every operator of native_functions.yaml (through the op
     facts of `mpsgen.facts.views` and the refusals of `mpsgen.facts.resolve`, as migrate would)."""
 
-    views = Views(Workspace(checkout))
+    views = Views(Workspace(checkout), disk_cache=True)
     nf = views.native_functions
     views.all_stubs()  # one read of every header: every op looks its stub up
     catalog = load_catalog()

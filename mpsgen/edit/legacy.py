@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from mpsgen.edit.linemap import EditMap
 from mpsgen.errors import MpsgenError
-from mpsgen.model import Change, FileChange, Location, Note
+from mpsgen.model import Change, FileChange, Location, Note, counted
 from mpsgen.read.cpp import Definition, code_only, find_definitions, find_directives, identifiers, mask_code
 from mpsgen.textedit import LineIndex, replace_spans
 
@@ -38,7 +39,7 @@ class Removal:
     graph_sites: int = 0
 
     def __str__(self) -> str:
-        return f"{self.location}: remove {self.kind} {self.name} (-{self.line_count} lines)"
+        return f"{self.location}: remove {self.kind} {self.name} (-{counted(self.line_count, 'line')})"
 
 
 @dataclass(frozen=True)
@@ -506,14 +507,37 @@ def plan_legacy(views, spec, legacy_files: tuple[str, ...] = ()) -> tuple[FileCh
         )
     changes: dict[str, list[Change]] = {}
     for removal in result.removals:
-        detail = f"{removal.name} ({removal.line_count} lines"
-        detail += f", {removal.graph_sites} graph sites)" if removal.graph_sites else ")"
+        detail = f"{removal.name} ({counted(removal.line_count, 'line')}"
+        detail += f", {counted(removal.graph_sites, 'graph site')})" if removal.graph_sites else ")"
         changes.setdefault(removal.location.path, []).append(Change(f"remove-{removal.kind}", removal.location, detail))
     notes: dict[str, list[Note]] = {}
-    for note in result.kept:
+    after = _LinesAfter({rel: EditMap(files[rel], text) for rel, text in result.texts.items()})
+    for note in result.kept:  # found in the text before the removals: told at the lines after them
+        note = replace(note, message=after.in_text(note.message), location=after.location(note.location))
         notes.setdefault(note.location.path, []).append(note)
     paths = dict.fromkeys([*result.texts, *changes, *notes])
     return tuple(
         FileChange(rel, result.texts.get(rel, files[rel]), tuple(changes.get(rel, ())), tuple(notes.get(rel, ())))
         for rel in paths
     )
+
+
+@dataclass(frozen=True)
+class _LinesAfter:
+    """Lines of the files before the removals, as they stand after them."""
+
+    maps: dict[str, EditMap]
+
+    def location(self, where: Location) -> Location:
+        edit = self.maps.get(where.path)
+        return where if edit is None else Location(where.path, edit.line(where.line))
+
+    def in_text(self, text: str) -> str:
+        """`path:line` mentions of the edited files in `text`, moved."""
+        def moved(m: re.Match) -> str:
+            return str(self.location(Location(m.group(1), int(m.group(2)))))
+
+        return _MENTION.sub(moved, text)
+
+
+_MENTION = re.compile(r"(\S+?):(\d+)\b")

@@ -13,6 +13,8 @@ op of one migration sees the first op's edits.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
@@ -152,7 +154,8 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
     if kernel.source == "placeholder" and kernel.text and any(c.kind == "functor" for c in change.changes):
         # (an existing functor registered for new dtypes is kept as it is: nothing to fill in)
         struct = change.text.find(f"struct {spec.functor}_functor {{")
-        line = change.text.count("\n", 0, change.text.find("#error", struct)) + 1
+        directive = re.compile(r"^[ \t]*#[ \t]*error\b", re.M).search(change.text, struct)  # not the comment naming it
+        line = change.text.count("\n", 0, directive.start() if directive else struct) + 1
         notes += (Note("todo", f"fill in the body of {spec.functor}_functor (the #error stops the build there until you do)",
                        Location(spec.kernel_file, line)),)
     yield replace(change, notes=notes)

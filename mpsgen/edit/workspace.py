@@ -3,7 +3,8 @@ nothing reaches the disk until the finished Plan is applied."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 from mpsgen.edit.clangformat import format_planned_texts
 from mpsgen.edit.linemap import EditMap, settle
@@ -42,6 +43,12 @@ class Workspace:
         self._changes.append(Change(kind, location, detail))
 
     def add_note(self, note: Note) -> None:
+        """A note; a `kept` note on what an earlier op's note already kept for the same reason
+        replaces it (the later op saw the file as the transaction left it: `kept macro X: still used
+        at ...` once, with the final uses, not once per op)."""
+        subject = _kept_subject(note)
+        if subject is not None:
+            self._notes = [n for n in self._notes if _kept_subject(n) != subject or _gist(n) != _gist(note)]
         if note not in self._notes:
             self._notes.append(note)
 
@@ -62,6 +69,8 @@ class Workspace:
 
         edit = EditMap(before, after)
         self._changes = [settle(c, edit, reported_after=False) if c.location.path == rel else c for c in self._changes]
+        self._notes = [replace(n, location=replace(n.location, line=edit.line(n.location.line)))
+                       if n.location is not None and n.location.path == rel else n for n in self._notes]
         self._changes.extend(settle(c, edit, reported_after=True) if c.location.path == rel else c for c in new)
 
     def add_step(self, step: str) -> None:
@@ -91,11 +100,31 @@ class Workspace:
             self.add_note(Note("info", note))
         edits = [FileEdit(rel, before, formatted[rel], sha256_text(before), rel in new_files)
                  for rel, (before, _) in texts.items()]
+        # what a later op removed is not also reported kept (softplus keeps SKIPLIST_GRAD's entry, a
+        # gradient list; softplus_backward in the same run removes it)
+        removed = {(c.location.path, c.detail.split(": ", 1)[0]) for c in self._changes if c.kind == "removed-entry"}
+        notes = [n for n in self._notes if n.location is None or _kept_subject(n) is None
+                 or (n.location.path, _kept_subject(n)[1]) not in removed]
         return Plan(
             root=str(self.checkout.root),
             edits=tuple(edits),
             changes=tuple(self._changes),
-            notes=tuple(self._notes),
+            notes=tuple(notes),
             steps=tuple(self._steps),
             ops=ops,
         )
+
+
+def _kept_subject(note: Note) -> tuple[str, str] | None:
+    """(path, what) of a `kept` note: `kept macro X: still used ...` -> (its file, "macro X")."""
+    if note.kind != "kept" or note.location is None or not note.message.startswith("kept "):
+        return None
+    return note.location.path, note.message[len("kept "):].split(": ", 1)[0]
+
+
+def _gist(note: Note) -> str:
+    """A note's words without the places and counts in it."""
+    return _PLACES.sub("", note.message)
+
+
+_PLACES = re.compile(r"\S*\d\S*")

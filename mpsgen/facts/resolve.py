@@ -134,6 +134,13 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 location=site.line.location,
                 hint="this op needs a hand-written port, not a generated kernel",
             )
+        alias = views.alias_of(op)
+        if alias is not None and alias[0] != op:
+            return MpsgenError(
+                f"{op} is an alias of {alias[0]} (the OpInfo at {alias[1]} lists it): its kernels are {alias[0]}'s",
+                location=first.location,
+                hint=f"mpsgen {mode} {alias[0]}",
+            )
         return MpsgenError(
             f"{op} has no shared `CPU, CUDA: ...` dispatch line, so no dispatch stub to register for MPS",
             location=first.location,

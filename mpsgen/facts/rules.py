@@ -443,12 +443,19 @@ def choose_groups(
     lost = sorted(exp.expected - covers(groups) - served_by_shared_code(facts))
     if lost:
         where = exp.source or "the default float32/float16"
-        need = ",".join(_proposal(groups, exp.expected - served_by_shared_code(facts), allowed, promotes, covers))
+        needed = _proposal(groups, exp.expected - served_by_shared_code(facts), allowed, promotes, covers)
+        need = ",".join(needed)
+        if body == "the --expr body":  # what an expression serves is the user's to say
+            what = f"an --expr registers float unless told: if {body} serves them, pass --dtypes {need}"
+        elif set(needed) <= set(supports):
+            what = f"{body} serves them too: pass --dtypes {need}"
+        else:
+            what = f"{body} cannot serve them: pass --expr with a body that does and --dtypes {need}"
         raise MpsgenError(
             f"{facts.op}: registering {', '.join(groups) or 'nothing'} would lose {', '.join(lost)}, which the "
             f"tests expect to work now (tested by the OpInfo at {where}; no xfail declares them failing)",
             location=facts.entries[0].location,
-            hint=f"{body} cannot serve them: pass --expr with a body that does and --dtypes {need}",
+            hint=what,
         )
     return groups
 

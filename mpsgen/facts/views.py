@@ -13,6 +13,7 @@ commands live in `mpsgen.facts.resolve`, the dtype and test-list rules in `mpsge
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from mpsgen.read.cpuread import UNKNOWN, CpuOutput, function_kind, read_cpu_file
 from mpsgen.read.kernelfile import KernelFile, read_kernel_file
 from mpsgen.read.metalhost.check import compile_metal_file
 from mpsgen.read.metalhost.owners import code_owners
-from mpsgen.read.metalread import KernelReading, read_kernel
+from mpsgen.read.metalread import KernelReading, read_kernel_cached
 from mpsgen.read.nfyaml import DispatchLine, NativeFunctions, YamlEntry
 from mpsgen.read.opinfo import find_opinfos, names_index, scan_calls
 from mpsgen.read.stubs import Stub, find_stub, read_stubs, split_params
@@ -427,7 +428,9 @@ class Views:
         def build(text: str) -> KernelView:
             masked = self.masked(rel)
             literal = read_kernel_file(text, rel, masked, strict=False)
-            reading = read_kernel(text, rel, self.header_text)
+            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
+            on_disk = self.checkout.root if self.disk_cache and unedited else None
+            reading = read_kernel_cached(on_disk, text, rel, self.header_text)
             return KernelView(rel, literal, reading, functor_spans(text, masked, literal.functors, reading),
                               registered_of(reading))
 
@@ -522,6 +525,28 @@ class Views:
             return frozenset(self.opinfo_by_name(rel)) | keywords
 
         return self.view("opinfo-names", rel, build)
+
+    def alias_of(self, op: str) -> tuple[str, Location] | None:
+        """(the op name, where) of the OpInfo whose `aliases=` lists `op` (`arctan2` -> atan2), or
+        None. Names are read as op names (`special.xlogy` -> special_xlogy)."""
+        for rel in self.opinfo_files():
+            found = self.view("opinfo-aliases", rel, lambda text, rel=rel: self._aliases(rel, text)).get(op)
+            if found is not None:
+                return found
+        return None
+
+    def _aliases(self, rel: str, text: str) -> dict[str, tuple[str, Location]]:
+        starts = self.opinfo_index(rel)["starts"]
+        offsets = [start[0] for start in starts]
+        out: dict[str, tuple[str, Location]] = {}
+        for m in _ALIASES.finditer(text):
+            i = bisect.bisect_right(offsets, m.start()) - 1
+            if i < 0:
+                continue
+            target = (starts[i][2].replace(".", "_"), Location(rel, self.lines(rel).line_of(starts[i][0])))
+            for alias in _QUOTED.findall(m.group(1)):
+                out.setdefault(alias.replace(".", "_"), target)
+        return out
 
     def opinfos(self, op: str) -> tuple[tuple[str, tuple], ...]:
         """(file, OpInfoRefs) for every OpInfo file holding an OpInfo or python ref testing `op`."""
@@ -618,11 +643,13 @@ def filter_overloads(entries: tuple[YamlEntry, ...], overloads: tuple[str, ...])
     wanted = {f"{entries[0].base}.{o}" if "." not in o else o for o in overloads}
     picked = tuple(e for e in entries if e.name in wanted or (e.structured_delegate or "") in wanted)
     if not picked:
-        names = ", ".join(e.overload or "(default)" for e in entries)
+        named = list(dict.fromkeys(e.overload for e in entries if e.overload))
+        plain = [e.name for e in entries if not e.overload]
+        unnamed = f" ({' and '.join(plain)} {'has' if len(plain) == 1 else 'have'} none)" if plain else ""
         raise MpsgenError(
             f"no entry of {entries[0].base} has overload {', '.join(overloads)}",
             location=entries[0].location,
-            hint=f"its overloads are: {names}",
+            hint=f"its overloads are: {', '.join(named) or 'none'}{unnamed}",
         )
     return picked
 
@@ -630,12 +657,32 @@ def filter_overloads(entries: tuple[YamlEntry, ...], overloads: tuple[str, ...])
 def unknown_op(nf: NativeFunctions, op: str) -> MpsgenError:
     import difflib
 
-    close = difflib.get_close_matches(op, nf.op_names, n=3, cutoff=0.6)
+    names = nf.op_names
+    # the same op as Python spells it: another case, an OpInfo's dotted name (nn.functional.mish,
+    # special.ndtri -> special_ndtri)
+    spelled = [s for s in dict.fromkeys(_spellings(op)) if s in names]
+    close = spelled or difflib.get_close_matches(op, names, n=3, cutoff=0.6)
     hint = f"did you mean: {', '.join(close)}?" if close else "give the operator's base name, e.g. atan2"
+    if spelled:
+        hint = f"use {spelled[0]}: native_functions.yaml names an op by its ATen base name"
     # where the closest name is (no place at all when nothing is close: line 1 would point nowhere)
     entries = nf.op_entries(close[0]) if close else ()
     location = entries[0].location if entries else None
     return MpsgenError(f"no operator named {op!r} in native_functions.yaml", location=location, hint=hint)
+
+
+_ALIASES = re.compile(r"\baliases\s*=\s*[(\[]([^)\]]*)[)\]]")
+_QUOTED = re.compile(r"""['"]([^'"]+)['"]""")
+
+
+def _spellings(op: str) -> list[str]:
+    lower = op.lower()
+    out = [lower, lower.replace(".", "_")]
+    for prefix in ("torch.", "nn.functional.", "torch.nn.functional.", "aten::"):
+        if lower.startswith(prefix):
+            rest = lower[len(prefix):]
+            out += [rest, rest.replace(".", "_")]
+    return [s.split(".", 1)[0] if s.startswith("aten::") else s for s in out]
 
 
 def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], override: str | None = None):

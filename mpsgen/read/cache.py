@@ -10,8 +10,12 @@ mismatching cache file is ignored and rebuilt; writes go to a temporary file ren
 a cache directory that cannot be written to simply means running without the cache. Nothing is ever
 written inside the checkout.
 
-The cache directory is `$MPSGEN_CACHE_DIR` when set, else `$XDG_CACHE_HOME/mpsgen`, else
-`~/Library/Caches/mpsgen` on macOS and `~/.cache/mpsgen` elsewhere. `MPSGEN_NO_CACHE=1` turns it off.
+The cache directory is `$MPSGEN_CACHE_DIR` when set, else the platform's user cache directory
+(platformdirs: `$XDG_CACHE_HOME/mpsgen` or `~/.cache/mpsgen` on Linux, `~/Library/Caches/mpsgen` on
+macOS). `MPSGEN_NO_CACHE=1` turns it off.
+
+What `verify` writes (its build and test logs) goes to the user state directory (`state_dir`), also
+outside the checkout: read-only commands leave the checkout byte-identical.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import platformdirs
 
 FORMAT = 2  # 2: OpInfo calls on commented-out lines are not indexed
 
@@ -37,13 +42,22 @@ def cache_dir() -> Path:
     explicit = os.environ.get("MPSGEN_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and Path(xdg).is_absolute():
-        return Path(xdg) / "mpsgen"
-    home = Path.home()
-    if sys.platform == "darwin":
-        return home / "Library" / "Caches" / "mpsgen"
-    return home / ".cache" / "mpsgen"
+    return platformdirs.user_cache_path("mpsgen", appauthor=False)
+
+
+def state_dir() -> Path:
+    """The user state directory mpsgen keeps what a run leaves (verify's logs) in: `$MPSGEN_STATE_DIR`
+    when set, else the platform's (`$XDG_STATE_HOME/mpsgen` or `~/.local/state/mpsgen` on Linux,
+    `~/Library/Application Support/mpsgen` on macOS)."""
+    explicit = os.environ.get("MPSGEN_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    return platformdirs.user_state_path("mpsgen", appauthor=False)
+
+
+def checkout_dir_name(root: Path) -> str:
+    """A directory name for one checkout's files in a user directory: its folder's name and its key."""
+    return f"{Path(root).name or 'root'}-{checkout_key(root)[:12]}"
 
 
 def checkout_key(root: Path) -> str:
@@ -59,9 +73,11 @@ def cache_file(root: Path, kind: str, rel: str) -> Path:
     return cache_dir() / "index" / checkout_key(root) / f"{kind}--{rel.replace('/', '__')}.json"
 
 
-def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Callable[[], Any]) -> Any:
+def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Callable[[], Any],
+                 valid: Callable[[Any], bool] | None = None) -> Any:
     """`build()` (JSON data computed from `text`, the current text of `rel`), taken from the cache
-    when it holds the index of exactly this text. `root=None` (e.g. text edited in memory) builds."""
+    when it holds the index of exactly this text (and `valid(data)` holds: e.g. the other files it
+    was computed from are unchanged too). `root=None` (e.g. text edited in memory) builds."""
     if root is None or not cache_enabled():
         return build()
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -71,7 +87,8 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
         return build()
     stored = _load(path)
     if stored is not None and stored.get("format") == FORMAT and stored.get("kind") == kind \
-            and stored.get("path") == rel and stored.get("sha256") == digest and "data" in stored:
+            and stored.get("path") == rel and stored.get("sha256") == digest and "data" in stored \
+            and (valid is None or valid(stored["data"])):
         return stored["data"]
     data = build()
     try:
@@ -101,8 +118,11 @@ def _store(path: Path, stored: dict) -> None:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(stored, handle, separators=(",", ":"))
             os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
+        except BaseException:  # Ctrl-C included: it must not turn into the OSError below
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass  # already renamed into place
             raise
     except OSError:
         pass  # an unwritable cache directory: run without the cache

@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mpsgen.model import sha256_text
+from mpsgen.read.cache import cached_index
 from mpsgen.read.cpp import mask_code, match_brace
 
 # Where `#include <...>` looks, relative to the checkout root (`<c10/metal/x.h>`, `<ATen/...>`).
@@ -190,6 +192,13 @@ def read_kernel(text: str, path: str, read: Callable[[str], str | None], *, ever
             if _relative(file) == path or file == path:
                 errors.append(f"{line}: {msg}")
 
+        def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
+            # #error / #warning (a placeholder functor's): pcpp would print them on stderr under its
+            # own include path; the compiler-facing checks (placeholder, metal-compile) report them
+            if directive.value in ("error", "warning"):
+                return True
+            return None
+
     def preprocessor(opened: dict | None = None):
         pp = _Reader()
         pp.line_directive = "#line"
@@ -228,6 +237,45 @@ def read_kernel(text: str, path: str, read: Callable[[str], str | None], *, ever
     pp.write(out)
     expanded = out.getvalue()
     return _read_expanded(expanded, text, path, source, tuple(errors))
+
+
+def read_kernel_cached(root, text: str, path: str, read: Callable[[str], str | None]) -> KernelReading:
+    """`read_kernel`, kept in the user cache (`mpsgen.read.cache`) for a kernel file as the checkout
+    holds it (`root`; None: an edited text, read afresh): used while the file's text and every header
+    the reading looked at hash the same. A real kernel file takes the preprocessor seconds; this, ms."""
+    seen: dict[str, str | None] = {}
+
+    def recording(rel: str) -> str | None:
+        header = read(rel)
+        seen[rel] = header
+        return header
+
+    def build() -> dict:
+        reading = read_kernel(text, path, recording)
+        return {"headers": {rel: None if t is None else sha256_text(t) for rel, t in sorted(seen.items())},
+                "reading": _reading_to_json(reading)}
+
+    def valid(data: dict) -> bool:
+        return all((None if (t := read(rel)) is None else sha256_text(t)) == digest
+                   for rel, digest in data.get("headers", {}).items())
+
+    return _reading_from_json(cached_index(root, path, text, f"kernel-reading-{_READING_FORMAT}", build, valid)["reading"])
+
+
+_READING_FORMAT = 2  # 2: host_name_lines
+
+
+def _reading_to_json(reading: KernelReading) -> dict:
+    return {"path": reading.path, "functors": [[f.name, f.line, f.macro] for f in reading.functors.values()],
+            "registrations": [[r.functor, r.input, r.output, r.alpha, r.host_name, r.line] for r in reading.registrations],
+            "host_names": list(reading.host_names), "errors": list(reading.errors),
+            "host_name_lines": list(reading.host_name_lines)}
+
+
+def _reading_from_json(data: dict) -> KernelReading:
+    return KernelReading(data["path"], {name: Functor(name, line, macro) for name, line, macro in data["functors"]},
+                         tuple(KernelRegistration(*r) for r in data["registrations"]), tuple(data["host_names"]),
+                         tuple(data["errors"]), tuple(data["host_name_lines"]))
 
 
 _HEADER_STATES: dict = {}  # (leading include lines, every_kernel) -> (macros, include_once, {rel: text})

@@ -169,7 +169,10 @@ class NativeFunctions:
 
     @cached_property
     def entries(self) -> tuple[YamlEntry, ...]:
-        return tuple(scan_entries(self.text, self.path))
+        found = tuple(scan_entries(self.text, self.path))
+        if [e.name for e in found] == [name for name, _ in self._heads]:  # one pass serves op_entries too
+            self._scanned.update(enumerate(found))
+        return found
 
     def op_entries(self, op: str) -> tuple[YamlEntry, ...]:
         return tuple(self._entry_at(i) for i in self._by_base_heads.get(op, ()))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import groupby
 
 from mpsgen.edit.apply import line_counts
-from mpsgen.model import Plan
+from mpsgen.model import Plan, counted
 from mpsgen.render.mode import RICH, console
 from mpsgen.render.text import one_line
 
@@ -36,7 +36,7 @@ def summary_segments(plan: Plan, *, command: str, dry_run: bool, grouped: bool =
         return [[(f"{ops}: already native Metal; nothing to change.", "green")]] + [[(f"  {one_line(str(n))}", None)] for n in others]
     added, removed = line_counts(plan)
     verb = "would change" if dry_run else "changed"
-    lines = [[(f"mpsgen {command} {ops}", "bold"), (f": {verb} {len(plan.edits)} files (+{added} / -{removed} lines)", None)]]
+    lines = [[(f"mpsgen {command} {ops}", "bold"), (f": {verb} {counted(len(plan.edits), 'file')} (+{added} / -{removed} lines)", None)]]
     rows = summary_lines(plan, grouped=grouped)
     width = max(len(r[0]) for r in rows)
     kind_width = max(len(r[1]) for r in rows)

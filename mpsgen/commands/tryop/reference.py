@@ -202,4 +202,5 @@ def catalog_reference(op: str) -> tuple[Reference | None, str]:
         note = f"{failures} cases the Python reference cannot evaluate (overflow in double) not compared" if failures else ""
         return Expected(tuple(values), out, note)
 
-    return Reference(f"catalog: {func.__name__} (mpsgen/tryop/references.py)", compute), ""
+    source = func.__module__.replace(".", "/") + ".py"  # where the reference is written, as the file is named
+    return Reference(f"catalog: {func.__name__} ({source})", compute), ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.rules import test_keys
 from mpsgen.facts.views import Views, read_op
 from mpsgen.model import Location
+from mpsgen.read.cache import checkout_dir_name, state_dir
 from mpsgen.read.checkout import Checkout
 
 
@@ -84,14 +86,45 @@ class _Run:
     lines: list[str]
 
 
+# Shells that take `-o pipefail`: a build command runs as a CI runner runs a step (`bash -e -o pipefail
+# -c CMD`), so a failure anywhere in `a && b`, `a; b` or `a | tee log` fails the stage.
+_PIPEFAIL_SHELLS = ("bash", "zsh", "ksh", "mksh")
+_NOT_FOUND = re.compile(r"(?:(?P<a>[^\s:]+): (?:command )?not found|command not found: (?P<b>\S+))\s*$")
+
+
+def shell_argv(command: str) -> list[str]:
+    """How a user's command line runs: the user's `$SHELL` when it has pipefail (bash, zsh, ksh),
+    else bash or zsh from PATH, else /bin/sh (`-e` only: a failure inside a pipeline is then the
+    last command's)."""
+    user = os.environ.get("SHELL", "")
+    if os.path.basename(user) in _PIPEFAIL_SHELLS and os.access(user, os.X_OK):
+        return [user, "-e", "-o", "pipefail", "-c", command]
+    for name in ("bash", "zsh"):
+        found = shutil.which(name)
+        if found:
+            return [found, "-e", "-o", "pipefail", "-c", command]
+    return ["/bin/sh", "-e", "-c", command]
+
+
+def _not_found(run: _Run) -> str | None:
+    """The program a shell could not find (exit status 127 and its `X: command not found` line)."""
+    if run.returncode != 127:
+        return None
+    for line in reversed(run.lines):
+        m = _NOT_FOUND.search(line)
+        if m:
+            return m.group("a") or m.group("b")
+    return None
+
+
 def _run_streaming(argv: list[str], cwd: Path, log: Path, deadline: float | None, on_line: Callable[[str], None],
-                   env: dict | None = None) -> _Run:
-    """Run `argv`, appending its merged output to `log` line by line; kill its process group when
+                   env: dict | None = None, shell: bool = False) -> _Run:
+    """Run `argv` (a `shell_argv` when `shell`: its log line shows the command as given), appending its merged output to `log` line by line; kill its process group when
     `deadline` (time.monotonic()) passes."""
     lines: list[str] = []
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a", encoding="utf-8") as handle:
-        handle.write(f"$ {shlex.join(argv)}  (in {cwd})\n")
+        handle.write(f"$ {argv[-1] if shell else shlex.join(argv)}  (in {cwd})\n")
         handle.flush()
         try:
             proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -162,7 +195,10 @@ def compiler_errors(lines: list[str], root: Path, limit: int = 5) -> list[tuple[
 
 
 def _log_dir(checkout: Checkout, options: VerifyOptions) -> Path:
-    return Path(options.log_dir).resolve() if options.log_dir else checkout.root / ".mpsgen" / "logs"
+    """`--log-dir`, else the checkout's folder in the user state directory (never the checkout)."""
+    if options.log_dir:
+        return Path(options.log_dir).resolve()
+    return state_dir() / "logs" / checkout_dir_name(checkout.root)
 
 
 def _rel(checkout: Checkout, path: Path) -> str:
@@ -192,12 +228,9 @@ def run_build(checkout: Checkout, options: VerifyOptions, progress: Progress = _
         reason = f"no build directory `{_rel(checkout, build_dir)}/` (configure the build first, or pass --build-dir)"
     if reason is not None:
         return _skip_or_fail("build", reason, options.require_build, "--require-build")
-    try:
-        argv = shlex.split(command)
-    except ValueError as exc:
-        raise MpsgenError(f"--build-cmd {command!r}: {exc}", hint="quote the command as a shell would") from None
-    if not argv:
+    if not command.strip():
         raise MpsgenError("the build command is empty", hint="pass --build-cmd or set build-cmd in .mpsgen.toml")
+    argv = shell_argv(command)
     log = _log_dir(checkout, options) / "build.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
@@ -210,13 +243,14 @@ def run_build(checkout: Checkout, options: VerifyOptions, progress: Progress = _
         if m:
             progress("build", int(m.group(1)), int(m.group(2)), line[m.end():].strip()[:80])
 
-    run = _run_streaming(argv, build_dir, log, _deadline(options), on_line)
+    run = _run_streaming(argv, build_dir, log, _deadline(options), on_line, shell=True)
     duration = time.monotonic() - started
     common = dict(log=log_rel, command=tuple(argv), duration=duration)
-    if run.missing:
-        finding = Finding("build", "", Location(log_rel, 1), f"build tool not found: {run.missing}",
+    missing = run.missing or _not_found(run)
+    if missing:
+        finding = Finding("build", "", Location(log_rel, 1), f"build tool not found: {missing}",
                           "install it, or pass --build-cmd / set build-cmd in .mpsgen.toml")
-        return StageResult("build", FAILED, f"build tool not found: {run.missing}",
+        return StageResult("build", FAILED, f"build tool not found: {missing}",
                            (CheckResult("build", "", FAILED, (finding,)),), **common)
     if run.timed_out:
         finding = Finding("build", "", Location(log_rel, max(1, len(run.lines) + 1)),
