@@ -16,6 +16,7 @@ from mpsgen.commands.tryop.reference import (
     torch_reference,
     torch_scalar_reference,
 )
+from mpsgen.commands.tryop.reduction import not_run_note, try_reduction
 from mpsgen.commands.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_host, run_on_mps
 from mpsgen.commands.tryop.scalars import (
     ITERATOR_OPERANDS,
@@ -233,9 +234,6 @@ def _try_reduction(checkout: Checkout, op: str, found, options: TryOptions) -> T
                           f"{'/'.join(p + '_reduction*' for p in reduction.prefixes)} kernels, not {op}'s own; try "
                           "runs an op's own op struct (what the host passes finalize is not modelled)",
                           location=location, hint="check it with the MPS tests")
-    from mpsgen.commands.tryop.reference import import_torch
-    from mpsgen.commands.tryop.reduction import not_run_note, try_reduction
-
     results, compiler, source = try_reduction(checkout, op, reduction, options.seed, location)
     label = f"torch {import_torch().__version__} CPU: torch.{op}"
     functor = "/".join(f"{p}_reduction*" for p in reduction.prefixes)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from mpsgen.commands.tryop.compare import DtypeResult, Mismatch
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH
+from mpsgen.commands.tryop.reference import import_torch, torch_unavailable
 from mpsgen.commands.tryop.run import COMPILE_TIMEOUT, RUN_TIMEOUT, _compile_failure, mps_unavailable, parse_outputs
 from mpsgen.commands.tryop.source import _HOST_HEADERS, bundle
 from mpsgen.commands.tryop.values import float32_bits
@@ -133,8 +134,6 @@ def _bits(metal_type: str, v) -> str:
 def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: int, location: Location):
     """(results, compiler detail, not_run notes, reference label, source): one DtypeResult per
     (pair, case)."""
-    from mpsgen.commands.tryop.reference import import_torch, torch_unavailable
-
     compiler, why = find_compiler()
     if compiler is None:
         raise MpsgenError(f"cannot run {op}'s op struct on the host: {why}", hint="install g++ or clang++")
