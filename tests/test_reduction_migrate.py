@@ -6,10 +6,11 @@ everything else is byte-identical."""
 from __future__ import annotations
 
 import difflib
+import json
 import os
 
 from mpsgen.read.metalread import read_kernel
-from reduction_support import REDUCE_METAL, REDUCE_MM, YAML, reduction_checkout
+from reduction_support import COMMON_MPS, REDUCE_METAL, REDUCE_MM, REDUCE_OPINFOS, YAML, reduction_checkout
 from support import assert_golden, changed_files, pytorch_clang_format, run_cli, snapshot
 
 VARIANTS = ("", "_flat", "_flat_strided", "_outer", "_outer_small_dim", "_narrow", "_innermost", "_innermost_chunk")
@@ -23,8 +24,8 @@ def test_migrate_prod(tmp_path):
     result = run_cli(["-C", str(root), "migrate", "prod"])
     assert result.exit_code == 0, result.output
     after = snapshot(root)
-    assert changed_files(before, after) == {YAML, REDUCE_METAL, REDUCE_MM}
-    for rel in (YAML, REDUCE_METAL, REDUCE_MM):
+    assert changed_files(before, after) == {YAML, REDUCE_METAL, REDUCE_MM, COMMON_MPS, REDUCE_OPINFOS}
+    for rel in (YAML, REDUCE_METAL, REDUCE_MM, COMMON_MPS, REDUCE_OPINFOS):
         diff = "".join(difflib.unified_diff(before[rel].decode().splitlines(True), after[rel].decode().splitlines(True),
                                             f"a/{rel}", f"b/{rel}"))
         assert_golden(diff, f"reduction/migrate_prod_{os.path.basename(rel)}.diff")
@@ -51,8 +52,17 @@ def test_migrate_prod(tmp_path):
                                    input=(root / rel).read_text(), capture_output=True, text=True, check=True).stdout
         assert formatted == (root / rel).read_text(), rel
 
-    verify = run_cli(["-C", str(root), "verify", "prod", "--static-only"])
+    # the tests step, by the elementwise rules with the input dtypes prod registers: the int64
+    # expected failure goes, the dtypes no pair takes stay; the float16 TestConsistency decorator
+    # goes, TestCommon.test_out's (a behaviour of its own) stays, saying why
+    assert ("UNIMPLEMENTED_XFAILLIST['prod']: removed [torch.int64], kept [torch.int16, torch.uint8, torch.int8, "
+            "torch.bool] (not registered by the kernel)") in result.output
+    assert "kept skips['prod']: expected failure for TestCommon.test_out on float32 is about behaviour" in result.output
+    assert "test lists are not edited" not in result.output
+    verify = run_cli(["-C", str(root), "verify", "prod", "--static-only", "--json"])
     assert verify.exit_code == 0, verify.output
+    checks = {c["check"]: c["status"] for c in json.loads(verify.stdout)["stages"][0]["checks"]}
+    assert checks["dtype-coverage"] == checks["test-lists"] == "passed"
     again = run_cli(["-C", str(root), "migrate", "prod"])
     assert again.exit_code == 0 and snapshot(root) == after
     assert "already native Metal" in again.output

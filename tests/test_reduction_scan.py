@@ -41,11 +41,12 @@ def test_powsum_is_refused_with_the_reason(tmp_path):
             "aten/src/ATen/native/mps/kernels/ReduceOps.metal hand an op's load the element alone") in result.stderr
 
 
-def test_try_says_a_native_reduction_is_not_run_yet(tmp_path):
+def test_try_show_source_names_a_native_reduction_and_try_refuses_one_without_kernels(tmp_path):
     root = reduction_checkout(tmp_path)
-    result = run_cli(["-C", str(root), "try", "sum"])
+    result = run_cli(["-C", str(root), "try", "sum", "--show-source"])
     assert result.exit_code == 2
     assert ("sum is a native Metal reduction (sum_stub -> sum_kernel_mps: 64 sum_reduction* kernels in "
-            "aten/src/ATen/native/mps/kernels/ReduceOps.metal); try runs elementwise functors") in result.stderr
+            "aten/src/ATen/native/mps/kernels/ReduceOps.metal); --show-source shows elementwise try kernels; "
+            "`mpsgen try` runs a reduction's op struct") in " ".join(result.stderr.split())
     result = run_cli(["-C", str(root), "try", "prod"])
     assert result.exit_code == 2 and "give it one with `mpsgen migrate prod`" in result.stderr

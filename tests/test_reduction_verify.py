@@ -36,9 +36,21 @@ def test_a_native_reduction_passes(root):
     assert code == 0
     status = {name: c["status"] for name, c in checks.items()}
     assert status["kernel-name"] == status["reduce-variants"] == "passed"
+    # the dtype rules judge the input dtypes of sum's registered pairs (what the overlay's OpInfo
+    # tests on MPS)
+    assert status["dtype-coverage"] == status["test-lists"] == "passed"
     # the elementwise readings say why they do not apply
-    for name in ("dtype-coverage", "test-lists", "format", "metal-compile"):
+    for name in ("format", "metal-compile"):
         assert status[name] == "skipped" and checks[name]["reason"].startswith("reduction:")
+
+
+def test_a_tested_dtype_no_pair_takes_fails_dtype_coverage(root):
+    edit(root, REDUCE_METAL, "REGISTER_SUM(long, long);\n", "")
+    code, checks = static_checks(root, "sum")
+    assert code == 1
+    (finding,) = checks["dtype-coverage"]["findings"]
+    assert finding["message"].startswith("sum_reduction* kernels take no int64 input (the OpInfo at "
+                                         "torch/testing/_internal/opinfo/definitions/reductions.py:")
 
 
 def test_a_variant_missing_from_the_registration_macro_fails_every_op(root):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.views import OpFacts, Views
+from mpsgen.facts.views import METAL_TO_TORCH, OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
 from mpsgen.read.cpp import mask_code
@@ -85,6 +85,16 @@ class ReductionFacts:
                     if pair not in by_variant.get(variant, {}):
                         out.append(MissingKernel(op, variant, pair, where))
         return out
+
+    @property
+    def registered_dtypes(self) -> frozenset[str]:
+        """The torch dtypes of the inputs the op's kernels take (under any pair) through any prefix
+        the host function passes (nansum's passes `nansum_` for floats, `sum_` for the rest) --
+        what the tests' dtype rules judge, as an elementwise functor's registered dtypes are."""
+        if self.kernels is None:
+            return frozenset()
+        return frozenset(METAL_TO_TORCH[i] for op in self.prefixes for i, _ in self.kernels.pairs(op)
+                         if i in METAL_TO_TORCH)
 
     def unregistered_prefixes(self) -> list[str]:
         """Prefixes the host function passes for which the kernel file registers nothing."""

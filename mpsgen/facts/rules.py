@@ -139,11 +139,14 @@ def served_by_shared_code(facts: OpFacts) -> frozenset[str]:
     return torch_dtypes_for(entry.served_by_shared_code) if entry is not None else frozenset()
 
 
-def missing_coverage(views: Views, facts: OpFacts) -> tuple[frozenset[str], Expectation]:
-    """The dtypes the tests expect to work that the functor is not registered for (and that the
-    host function does not send elsewhere)."""
+def missing_coverage(views: Views, facts: OpFacts, registered: frozenset[str] | None = None,
+                     ) -> tuple[frozenset[str], Expectation]:
+    """The dtypes the tests expect to work that the functor (or, `registered`, a reduction's
+    kernels) is not registered for (and that the host function does not send elsewhere)."""
     exp = expectation(views, facts)
-    covered = facts.registered_dtypes | served_by_shared_code(facts) | host_routing(facts).routed
+    if registered is None:
+        registered = facts.registered_dtypes
+    covered = registered | served_by_shared_code(facts) | host_routing(facts).routed
     return exp.expected - guarded_dtypes(facts) - covered, exp
 
 

@@ -13,7 +13,7 @@ def render_try(report) -> None:
     # Not a terminal (a log, a pipe): wide enough that the table never truncates a number.
     console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     where = "on MPS" if report.backend == "mps" else "on the host"
-    console.print(f"ran {escape(report.functor)}_functor ({escape(str(report.location))}) {where}: {escape(report.backend_detail)}")
+    console.print(f"ran {escape(report.ran)} ({escape(str(report.location))}) {where}: {escape(report.backend_detail)}")
     for note in report.not_run:
         console.print(f"not run: {escape(note)}", style="dim")
     console.print(f"reference: {escape(report.reference)}" + (f" ({escape(report.reference_note)})" if report.reference_note else ""))

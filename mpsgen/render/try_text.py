@@ -8,7 +8,7 @@ from mpsgen.render.text import aligned, one_line
 
 def try_lines(report) -> list[str]:
     where = "on MPS" if report.backend == "mps" else "on the host"
-    lines = [one_line(f"ran {report.functor}_functor ({report.location}) {where}: {report.backend_detail}")]
+    lines = [one_line(f"ran {report.ran} ({report.location}) {where}: {report.backend_detail}")]
     lines += [one_line(f"not run: {note}") for note in report.not_run]
     reference = f"reference: {report.reference}" + (f" ({report.reference_note})" if report.reference_note else "")
     lines.append(one_line(reference))

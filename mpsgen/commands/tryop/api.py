@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from mpsgen.commands.tryop.compare import DtypeResult, compare
-from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts, functor_facts
+from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts, functor_facts, native_reduction
 from mpsgen.commands.tryop.reference import (
     Expected,
     Reference,
@@ -16,6 +16,7 @@ from mpsgen.commands.tryop.reference import (
     torch_reference,
     torch_scalar_reference,
 )
+from mpsgen.commands.tryop.reduction import not_run_note, try_reduction
 from mpsgen.commands.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_host, run_on_mps
 from mpsgen.commands.tryop.scalars import (
     ITERATOR_OPERANDS,
@@ -60,6 +61,12 @@ class TryReport:
     seed: int
     source: str = ""  # the shader source that ran (MPS) or that the host driver wraps (host)
     scalar_sets: tuple[str, ...] = ()  # alpha and params kernels: each scalar set's label, in order
+    reduction: bool = False  # a reduction: `functor` names its kernels (`prod_reduction*`)
+
+    @property
+    def ran(self) -> str:
+        """What ran: `hypot_functor`, or a reduction's op structs (`prod_reduction* op structs`)."""
+        return f"{self.functor} op structs" if self.reduction else f"{self.functor}_functor"
 
     @property
     def exit_code(self) -> int:
@@ -187,6 +194,9 @@ def source_to_json(shown: TrySource) -> dict:
 
 
 def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> TryReport:
+    found = native_reduction(checkout, op)
+    if found is not None:
+        return _try_reduction(checkout, op, found, options)
     prepared = prepare(checkout, op, options.reference)
     facts, source = prepared.facts, prepared.source
     backend, not_run = choose_backend(options.backend)
@@ -207,6 +217,29 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
     results = _results(runs, opinfo_tolerances(checkout, op))
     return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
                      tuple(results), options.seed, source)
+
+
+def _try_reduction(checkout: Checkout, op: str, found, options: TryOptions) -> TryReport:
+    """A reduction: each registered pair's op struct over the reduced-dim cases (`tryop.reduction`),
+    on the host only: its variant kernels need a GPU (the report says so)."""
+    reduction, location = found
+    if options.backend == "mps":
+        raise MpsgenError(f"--backend mps does not run reductions yet: {op}'s variant kernels are launched by "
+                          f"{reduction.function}'s launcher, which try does not reproduce", hint="use --backend host")
+    if options.reference == "catalog":
+        raise MpsgenError(f"the catalog holds no reference for the reduction {op}", hint="use --reference torch")
+    if op not in reduction.prefixes:
+        # mean launches sum_ kernels with a divisor finalize receives: not the op struct alone
+        raise MpsgenError(f"{op}'s host function {reduction.function} launches "
+                          f"{'/'.join(p + '_reduction*' for p in reduction.prefixes)} kernels, not {op}'s own; try "
+                          "runs an op's own op struct (what the host passes finalize is not modelled)",
+                          location=location, hint="check it with the MPS tests")
+    results, compiler, source = try_reduction(checkout, op, reduction, options.seed, location)
+    label = f"torch {import_torch().__version__} CPU: torch.{op}"
+    functor = "/".join(f"{p}_reduction*" for p in reduction.prefixes)
+    return TryReport(op, functor, location, "host", f"{compiler} with mpsgen's Metal prelude (serial driver)",
+                     not_run_note(), label, "", tuple(results), options.seed, source,
+                     tuple(dict.fromkeys(r.scalars for r in results)), reduction=True)
 
 
 def _operands(inputs: list[Inputs], operands: tuple[int, ...]) -> list[Inputs]:
@@ -358,7 +391,7 @@ def report_to_json(report: TryReport) -> dict:
 
     return {
         "op": report.op,
-        "functor": f"{report.functor}_functor",
+        "functor": report.ran,
         "path": report.location.path,
         "line": report.location.line,
         "backend": report.backend,

@@ -35,6 +35,17 @@ class FunctorFacts:
     host_location: Location | None = None
 
 
+def native_reduction(checkout: Checkout, op: str):
+    """(reduction facts, the stub registration's location) when `op` is a native Metal reduction
+    (its host function launches kernels by op prefix), else None."""
+    views = Views(Workspace(checkout))
+    facts = read_op(views, op)
+    reduction = reduction_of(views, facts) if facts.stub is not None else None
+    if reduction is not None and reduction.routed and reduction.kernels is not None and reduction.prefixes:
+        return reduction, facts.registrations[0].location
+    return None
+
+
 def functor_facts(checkout: Checkout, op: str) -> FunctorFacts:
     """op -> (kernel file, functor, arity, registered input types), from the shared op facts
     (`mpsgen.facts.views.read_op`): the MPS registration of the op's stub, its host function's
@@ -48,7 +59,7 @@ def functor_facts(checkout: Checkout, op: str) -> FunctorFacts:
         raise MpsgenError(
             f"{op} is a native Metal reduction ({facts.stub.name} -> {reduction.function}: "
             f"{names} {'/'.join(p + '_reduction*' for p in reduction.prefixes)} kernels in {reduction.kernel_file}); "
-            "try runs elementwise functors and does not run a reduction's op struct yet",
+            "--show-source shows elementwise try kernels; `mpsgen try` runs a reduction's op struct",
             location=facts.registrations[0].location,
             hint=f"`mpsgen verify {op} --static-only` checks that every routing variant is registered for every pair")
     if facts.host is None or not facts.host.kernel:

@@ -195,6 +195,31 @@ def _reduction_skip(views: Views, f: OpFacts, what: str) -> str | None:
     return _REDUCTION_SKIP.format(what=what) if f.stub is not None and reduction_of(views, f) is not None else None
 
 
+def _native_reduction(views: Views, f: OpFacts) -> ReductionFacts | str | None:
+    """A reduction's facts when its host function launches its kernels by prefix (the kernels
+    the dtype rules judge), the reason to skip when it does not, None for an elementwise op."""
+    if f.stub is None or (reduction := reduction_of(views, f)) is None:
+        return None
+    if not reduction.routed or reduction.kernels is None or not reduction.prefixes:
+        return "no reduction kernels launched by prefix (see kernel-name)"
+    return reduction
+
+
+def _check_reduction_dtypes(views: Views, f: OpFacts, reduction: ReductionFacts | str):
+    """The tested dtypes a reduction's kernels take as input (any pair), judged as a functor's are."""
+    if isinstance(reduction, str):
+        return reduction
+    missing, exp = missing_coverage(views, f, reduction.registered_dtypes)
+    if not missing:
+        return []
+    prefixes = ", ".join(f"{op}_reduction*" for op in reduction.prefixes)
+    where = Location(reduction.kernel_file, min(reduction.kernels.first_line(op) or 1 for op in reduction.prefixes))
+    why = f"the OpInfo at {exp.source} tests them on MPS" if exp.source else "every float op runs float32 and float16"
+    return [Finding("dtype-coverage", f.op, where,
+                    f"{prefixes} kernels take no {', '.join(dtype_order(missing))} input ({why}; no xfail declares them failing)",
+                    "register the missing input dtypes' pairs, or list the dtypes in common_mps.py with the reason")]
+
+
 def _functor_location(views: Views, f: OpFacts) -> Location:
     rel = f.kernel_files[0]
     if f.registered and f.registered.line:
@@ -203,8 +228,8 @@ def _functor_location(views: Views, f: OpFacts) -> Location:
 
 
 def _check_dtypes(views: Views, f: OpFacts, settings: CheckSettings):
-    if skip := _reduction_skip(views, f, "dtype-coverage"):
-        return skip
+    if (reduction := _native_reduction(views, f)) is not None:
+        return _check_reduction_dtypes(views, f, reduction)
     if f.host is None or not f.kernel_files or not f.host.kernel:
         return "no functor to read (see kernel-name)"
     where = _functor_location(views, f)
@@ -299,14 +324,16 @@ _MISSING_OP_FINDING = {
 
 
 def _check_test_lists(views: Views, f: OpFacts, settings: CheckSettings):
-    if skip := _reduction_skip(views, f, "test-lists"):
-        return skip
-    if f.host is None or not f.kernel_files:
+    reduction = _native_reduction(views, f)
+    if isinstance(reduction, str):
+        return reduction
+    if reduction is None and (f.host is None or not f.kernel_files):
         return "no registered functor (see kernel-name)"
     if not f.refs:
         return f"no OpInfo tests {f.op}"
+    registered = f.registered_dtypes if reduction is None else reduction.registered_dtypes
     out = []
-    for change in plan_test_lists(views, f, f.registered_dtypes).changes:
+    for change in plan_test_lists(views, f, registered).changes:
         if change.action in _TEST_LIST_FINDINGS:
             message, hint = _TEST_LIST_FINDINGS[change.action]
             if change.missing_op:
