@@ -184,7 +184,7 @@ def _check_reduction_variants(views: Views, f: OpFacts, settings: CheckSettings)
         out.append(Finding("reduce-variants", f.op, first.location,
                            f"{op}_reduction{variant or ''}_<in>_<out> is not registered for {pairs} "
                            f"({routed} the {variant or 'generic'} variant: \"no such kernel\" at run time on those shapes)",
-                           f"register every variant for each pair (the file's registration macro instantiates them all)"))
+                           "register every variant for each pair (the file's registration macro instantiates them all)"))
     return out
 
 
