@@ -83,19 +83,6 @@ def release_files(version: str) -> Path:
             raise Unavailable(f"no Metal kernel names found in {wheel}:{DYLIB}")
         (out / KERNEL_NAMES).write_text("\n".join(names) + "\n", encoding="utf-8")  # last: marks it complete
     return out
-    wheel = mac_wheel(version, cache)
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            out.mkdir(parents=True, exist_ok=True)
-            for member, name in MEMBERS.items():
-                (out / name).write_bytes(archive.read(member))
-            names = kernel_names(archive.read(DYLIB))
-    except (OSError, zipfile.BadZipFile, KeyError) as exc:
-        raise Unavailable(f"{wheel}: {exc}") from exc
-    if not names:
-        raise Unavailable(f"no Metal kernel names found in {wheel}:{DYLIB}")
-    (out / KERNEL_NAMES).write_text("\n".join(names) + "\n", encoding="utf-8")
-    return out
 
 
 @dataclass(frozen=True)
