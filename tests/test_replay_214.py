@@ -177,8 +177,8 @@ def registered_pairs(root: Path, functor: str) -> frozenset[tuple[str, str]]:
 
 @pytest.mark.realfiles
 @pytest.mark.parametrize("op", OPS)
-def test_migrate_replays_2_14(op, real_checkout, release, compiled):
-    root = real_checkout
+def test_migrate_replays_2_14(op, real_checkout_older, release, compiled):
+    root = real_checkout_older
     add_legacy_logical_not(root)
     before = {rel: (root / rel).read_text(encoding="utf-8") for rel in (YAML, COMMON_MPS, OPINFOS)}
     upstream = {name: (release / name).read_text(encoding="utf-8") for name in MEMBERS.values()}
