@@ -15,6 +15,7 @@ torch, an index of Linux builds) cannot stop the download of the exact release.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,33 @@ OLDER = "2.13.0"
 RELEASES = (NEWEST, OLDER)
 PLATFORM = "macosx_14_0_arm64"
 DYLIB = "torch/lib/libtorch_cpu.dylib"
+
+# The Metal types a compiled kernel's host name spells (2.15 adds the unsigned ones).
+METAL_TYPES = ("float", "half", "bfloat", "long", "int", "short", "uchar", "char", "bool", "float2", "half2",
+               "ulong", "uint", "ushort")
+METAL_TYPE = "|".join(METAL_TYPES)
+# `<functor>_dense_<out>_<in>`; a params kernel has its struct's name after it (capitals, which no
+# other part of a host name has), maybe with `_<type>` of the struct's template argument
+DENSE = re.compile(rf"(?P<functor>[a-z0-9_]+?)_dense_(?P<out>{METAL_TYPE})_(?P<inp>{METAL_TYPE})"
+                   rf"(?:_(?P<struct>[A-Z][A-Za-z0-9]*)(?:_(?:{METAL_TYPE}))?)?")
+
+
+def dense_pairs(names) -> dict[str, set[tuple[str, str]]]:
+    """functor -> {(input type, output type)} of its `_dense_` kernels."""
+    pairs: dict[str, set[tuple[str, str]]] = {}
+    for name in names:
+        if match := DENSE.fullmatch(name):
+            pairs.setdefault(match["functor"], set()).add((match["inp"], match["out"]))
+    return pairs
+
+
+def dense_structs(names) -> dict[str, set[str]]:
+    """functor -> the params structs its `_dense_` kernels carry (params kernels only)."""
+    structs: dict[str, set[str]] = {}
+    for name in names:
+        if (match := DENSE.fullmatch(name)) and match["struct"]:
+            structs.setdefault(match["functor"], set()).add(match["struct"])
+    return structs
 
 
 def wheel_cache() -> Path:

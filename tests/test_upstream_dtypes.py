@@ -28,19 +28,16 @@ from mpsgen.dtypes import METAL_INPUT_TYPES
 from mpsgen.facts.catalog import SPECIAL_PREFIX, load_catalog
 from mpsgen.facts.params import camel_case
 
-from releases import DYLIB, NEWEST, OLDER, PLATFORM, RELEASES, fetch_wheel, wheel_cache
+from releases import (DYLIB, METAL_TYPE, NEWEST, OLDER, PLATFORM, RELEASES, dense_pairs, dense_structs, fetch_wheel,
+                      wheel_cache)
 from support import missing
 
-METAL_TYPES = ("float", "half", "bfloat", "long", "int", "short", "uchar", "char", "bool", "float2", "half2",
-               "ulong", "uint", "ushort")
-_TYPE = "|".join(METAL_TYPES)
+_TYPE = METAL_TYPE
 # A host name stands between NULs in the dylib: lower-case identifier text ending in two Metal types,
 # then maybe an alpha type or a params struct (CamelCase, maybe `_<type>` of its template argument).
 _SUFFIX = rf"(?:_(?:{_TYPE})|_[A-Z][A-Za-z0-9]*(?:_(?:{_TYPE}))?)?"
 _HOST_NAME = re.compile(rb"(?<=\x00)([a-z0-9_]+_(?:" + _TYPE.encode() + rb")_(?:" + _TYPE.encode() + rb")"
                         + _SUFFIX.encode() + rb")(?=\x00)")
-_DENSE = re.compile(rf"^(?P<functor>[a-z0-9_]+?)_dense_(?P<out>{_TYPE})_(?P<inp>{_TYPE})"
-                    rf"(?:_(?P<struct>[A-Z][A-Za-z0-9]*)(?:_(?:{_TYPE}))?)?$")
 
 # Where a release compiles something other than the catalog's defaults, and why the catalog keeps
 # its own: (release, op) -> (reason, pairs only the catalog registers, pairs only the release registers).
@@ -82,26 +79,6 @@ def kernel_names(version: str) -> list[str]:
     return names
 
 
-def registered_pairs(names: list[str]) -> dict[str, set[tuple[str, str]]]:
-    """functor -> {(input type, output type)} of its `_dense_` kernels."""
-    pairs: dict[str, set[tuple[str, str]]] = {}
-    for name in names:
-        match = _DENSE.match(name)
-        if match:
-            pairs.setdefault(match["functor"], set()).add((match["inp"], match["out"]))
-    return pairs
-
-
-def params_structs(names: list[str]) -> dict[str, set[str]]:
-    """functor -> the params structs its `_dense_` kernels carry (params kernels only)."""
-    structs: dict[str, set[str]] = {}
-    for name in names:
-        match = _DENSE.match(name)
-        if match and match["struct"]:
-            structs.setdefault(match["functor"], set()).add(match["struct"])
-    return structs
-
-
 def catalog_pairs(groups: tuple[str, ...], output: str = "") -> set[tuple[str, str]]:
     """The (input type, output type) pairs the groups register; `output = "bool"` (logical_not) gives
     every input type a bool output."""
@@ -123,14 +100,14 @@ def test_dense_names_parse_into_pairs():
              "hardswish_backward_dense_half_half", "abs_dense_castout_float", "add_dense_float_float_float",
              "softplus_dense_half_half_SoftplusParams", "softplus_dense_ilp_half_half_SoftplusParams",
              "nan_to_num_dense_float2_float2_NanToNumParams_float"]
-    assert registered_pairs(names) == {
+    assert dense_pairs(names) == {
         "hypot": {("float", "float")},
         "atan2": {("int", "float")},
         "hardswish_backward": {("half", "half")},
         "softplus": {("half", "half")},
         "nan_to_num": {("float2", "float2")},
     }
-    assert params_structs(names) == {"softplus": {"SoftplusParams"}, "nan_to_num": {"NanToNumParams"}}
+    assert dense_structs(names) == {"softplus": {"SoftplusParams"}, "nan_to_num": {"NanToNumParams"}}
 
 
 def test_extraction_reads_nul_terminated_names(tmp_path):
@@ -156,8 +133,8 @@ NATIVE_IN = {
 @pytest.mark.parametrize("version", RELEASES)
 def test_catalog_default_dtypes_are_what_the_release_registers(version):
     names = kernel_names(version)
-    registered = registered_pairs(names)
-    structs = params_structs(names)
+    registered = dense_pairs(names)
+    structs = dense_structs(names)
     catalog = load_catalog()
     native = {op: _functor(op, registered) for op in catalog}
     native = {op: functor for op, functor in native.items() if functor}

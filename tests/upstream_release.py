@@ -17,7 +17,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from releases import fetch_wheel, wheel_cache
+from releases import DENSE, dense_pairs, dense_structs, fetch_wheel, wheel_cache
 from support import download_lock
 
 DYLIB = "torch/lib/libtorch_cpu.dylib"
@@ -29,13 +29,6 @@ MEMBERS = {
 }
 KERNEL_NAMES = "kernel_names.txt"
 
-METAL_TYPES = ("float", "half", "bfloat", "long", "int", "short", "uchar", "char", "bool", "float2", "half2")
-_TYPE = "|".join(METAL_TYPES)
-# `<functor>_dense_<out>_<in>`, a params kernel with `_<Struct>_<type>` after it (the struct's name
-# has capitals, which no other host name part has)
-_DENSE = re.compile(
-    rf"(?P<functor>[a-z0-9_]+?)_dense_(?P<out>{_TYPE})_(?P<inp>{_TYPE})(?:_(?P<params>[A-Z][A-Za-z0-9]*)_(?:{_TYPE}))?"
-)
 _STRING = re.compile(rb"(?<=\x00)[A-Za-z0-9_]+(?=\x00)")
 # host functions of MPS kernels behind a stub (`mps_asinh_kernel`: upstream's MPSGraph kernel for asinh)
 _HOST_KERNEL = re.compile(r"mps_[a-z0-9_]+_kernel")
@@ -57,7 +50,7 @@ def kernel_names(dylib: bytes) -> list[str]:
     """The `_dense_` Metal kernel host names and the `mps_<op>_kernel` host function names in a
     dylib's bytes (NUL-terminated strings), sorted."""
     found = {m.group(0).decode() for m in _STRING.finditer(dylib)}
-    return sorted(name for name in found if _DENSE.fullmatch(name) or _HOST_KERNEL.fullmatch(name))
+    return sorted(name for name in found if DENSE.fullmatch(name) or _HOST_KERNEL.fullmatch(name))
 
 
 def release_files(version: str) -> Path:
@@ -94,13 +87,7 @@ class Compiled:
 
 
 def compiled_pairs(names: list[str]) -> Compiled:
-    pairs: dict[str, set[tuple[str, str]]] = {}
-    params: dict[str, str] = {}
-    for name in names:
-        m = _DENSE.fullmatch(name)
-        if m is None:
-            continue
-        pairs.setdefault(m["functor"], set()).add((m["inp"], m["out"]))
-        if m["params"]:
-            params[m["functor"]] = m["params"]
+    pairs = dense_pairs(names)
+    # a params kernel's struct (one per functor in the releases compared)
+    params = {functor: min(structs) for functor, structs in dense_structs(names).items()}
     return Compiled({k: frozenset(v) for k, v in pairs.items()}, params)
