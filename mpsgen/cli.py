@@ -359,6 +359,7 @@ def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) ->
     "mpsgen verify atan2 hypot --static-only",
     "mpsgen verify --changed --base origin/main --format github",
     "mpsgen verify --all-native --static-only --json > verify.json",
+    "mpsgen verify hypot --test-cmd \"{python} -m pytest -v test/test_mps.py -k {pytest_k}\"",
 ))
 @click.argument("ops", nargs=-1, shell_complete=_complete_ops)
 @click.option("--changed", is_flag=True, help="Verify the ops touched by the working tree's diff against HEAD (or --base).")
@@ -368,6 +369,10 @@ def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) ->
 @click.option("--build-cmd", default=None, metavar="CMD",
               help="Build command, run in the build directory (default: build-cmd in .mpsgen.toml / [tool.mpsgen], else `ninja torch_cpu`).")
 @click.option("--build-dir", default=None, metavar="DIR", help="Build directory, relative to the checkout (default: build).")
+@click.option("--test-cmd", default=None, metavar="CMD",
+              help="Test command, run in the checkout through the shell; {python}, {k} (unittest -k options) and "
+                   "{pytest_k} (one pytest -k expression) are filled in, {k} appended when neither is given "
+                   "(default: test-cmd in .mpsgen.toml / [tool.mpsgen], else `{python} test/test_mps.py -v {k}`).")
 @click.option("--require-build", is_flag=True, help="A build that cannot run here is a failure, not a skip.")
 @click.option("--require-tests", is_flag=True, help="Tests that cannot run here are a failure, not a skip.")
 @click.option("--grad", is_flag=True, help="Also run test_output_grad_match_<name>.")
@@ -383,7 +388,7 @@ def _finish(plan, command, dry_run, as_json, fmt="auto", require_clean=False) ->
 @click.option("--format", "fmt", type=click.Choice(["auto", "rich", "plain", "github"]), default="auto", show_default=True,
               help=FORMAT_HELP + " github: GitHub Actions annotations, one per finding.")
 @click.pass_obj
-def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_dir, require_build, require_tests,
+def verify(state, ops, changed, base, all_native, static_only, build_cmd, test_cmd, build_dir, require_build, require_tests,
            grad, require_metal_compile, timeout, assume_mps, log_dir, junit_xml, as_json, fmt):
     """Prove that the MPS change of OPS is complete: static checks, build, test_output_match.
 
@@ -413,7 +418,7 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, build_
             selected = all_native_ops(views)
         else:
             selected = check_op_names(views, tuple(ops))
-        options = VerifyOptions(static_only=static_only, build_cmd=build_cmd, build_dir=build_dir,
+        options = VerifyOptions(static_only=static_only, build_cmd=build_cmd, test_cmd=test_cmd, build_dir=build_dir,
                                 require_build=require_build, require_tests=require_tests, grad=grad,
                                 timeout=timeout, assume_mps=assume_mps, log_dir=log_dir,
                                 require_metal_compile=require_metal_compile)

@@ -14,6 +14,9 @@ DEFAULT_BUILD_CMD = "ninja torch_cpu"
 DEFAULT_BUILD_DIR = "build"
 ASSUME_MPS_ENV = "MPSGEN_ASSUME_MPS"
 TEST_FILE = "test/test_mps.py"
+# The test command, a template: `{python}` is the Python running mpsgen, `{k}` the unittest `-k NAME`
+# options (one per test name), `{pytest_k}` one pytest `-k` expression (`NAME or NAME`); both shell-quoted.
+DEFAULT_TEST_CMD = "{python} test/test_mps.py -v {k}"
 
 
 # --------------------------------------------------------------------------------------------- data
@@ -112,6 +115,7 @@ class VerifyReport:
 class VerifyOptions:
     static_only: bool = False
     build_cmd: str | None = None
+    test_cmd: str | None = None
     build_dir: str | None = None
     require_build: bool = False
     require_tests: bool = False

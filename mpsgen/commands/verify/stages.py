@@ -21,6 +21,7 @@ from mpsgen.commands.verify.model import (
     ASSUME_MPS_ENV,
     DEFAULT_BUILD_CMD,
     DEFAULT_BUILD_DIR,
+    DEFAULT_TEST_CMD,
     FAILED,
     PASSED,
     SKIPPED,
@@ -294,19 +295,38 @@ _DTYPE_NAMES = ("bfloat16", "float16", "float32", "float64", "complex32", "compl
                 "int64", "int32", "int16", "int8", "uint8", "bool")
 
 
+# pytest -v: `path::Class::test_x PASSED [ 50%]`, or under xdist `[gw0] [ 50%] PASSED path::Class::test_x`.
+_PYTEST_WORDS = r"(?P<status>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: \((?P<why>.*?)\))?"
+_PYTEST_RESULT = re.compile(rf"^\S+::(?:\w+::)*(?P<test>test\w+) {_PYTEST_WORDS}(?:\s+\[\s*\d+%\])?\s*$")
+_PYTEST_XDIST_RESULT = re.compile(rf"^\[gw\d+\] \[\s*\d+%\] {_PYTEST_WORDS} \S+::(?:\w+::)*(?P<test>test\w+)\s*$")
+_PYTEST_STATUS = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "SKIPPED": "skipped", "XFAIL": "xfail",
+                  "XPASS": "unexpected-success"}
+
+
 def parse_unittest(lines: list[str], op: str) -> list[TestOutcome]:
-    """unittest -v results: `test_x_cpu_float32 (__main__.TestConsistency...) ... ok` per test."""
+    """The results of a test run, per test: unittest -v (`test_x_cpu_float32 (__main__.TestConsistency...) ...
+    ok`) or pytest -v (`test/test_mps.py::TestConsistencyCPU::test_x_cpu_float32 PASSED`, xdist's order
+    too). A test reported twice (pytest's `-rA` summary repeats it) counts once."""
     out = []
+    seen: set[str] = set()
     pending = None  # a test whose status comes on a later line (docstring or output in between)
 
     def record(test: str, m) -> None:
+        if test in seen:
+            return
+        seen.add(test)
         status = m.group("status")
-        outcome = "skipped" if status.startswith("skipped") else _STATUS[status]
+        outcome = _PYTEST_STATUS.get(status) or ("skipped" if status.startswith("skipped") else _STATUS[status])
         dtype = next((d for d in _DTYPE_NAMES if test.endswith("_" + d)), "")
         out.append(TestOutcome(op, test, dtype, outcome, (m.group("why") or "").strip("'\"")))
 
     for text in lines:
         text = text.strip()
+        m = _PYTEST_RESULT.match(text) or _PYTEST_XDIST_RESULT.match(text)
+        if m:
+            record(m.group("test"), m)
+            pending = None
+            continue
         m = _RESULT.match(text)
         if m:
             record(m.group("test"), m)
@@ -323,11 +343,52 @@ def parse_unittest(lines: list[str], op: str) -> list[TestOutcome]:
     return out
 
 
+_PLACEHOLDER = re.compile(r"(?<!\$)\{(?P<name>[A-Za-z_]\w*)\}")
+_TEST_PLACEHOLDERS = ("python", "k", "pytest_k")
+
+
+def resolve_test_cmd(checkout: Checkout, options: VerifyOptions) -> str:
+    """The test command template (`--test-cmd`, else `test-cmd` of the checkout's configuration, else
+    `DEFAULT_TEST_CMD`), checked before any stage runs: a placeholder mpsgen does not fill is bad input."""
+    given = options.test_cmd
+    source = "--test-cmd"
+    if given is None:
+        configured = load_config(checkout).get("test-cmd")
+        given = None if configured is None else str(configured)
+        source = "test-cmd in the checkout's configuration (.mpsgen.toml / [tool.mpsgen])"
+    template = DEFAULT_TEST_CMD if given is None else given
+    if not template.strip():
+        raise MpsgenError(f"the test command ({source}) is empty",
+                          hint=f"pass --test-cmd, e.g. `{DEFAULT_TEST_CMD}`")
+    for m in _PLACEHOLDER.finditer(template):
+        if m.group("name") not in _TEST_PLACEHOLDERS:
+            raise MpsgenError(f"the test command ({source}) has an unknown placeholder {m.group(0)}",
+                              hint="placeholders: {python}, {k} (unittest -k options), {pytest_k} (one pytest "
+                                   "-k expression); write ${NAME} for a shell variable")
+    return template
+
+
+def fill_test_cmd(template: str, names: list[str]) -> str:
+    """The template with its placeholders filled for `names`; without `{k}` or `{pytest_k}` the
+    unittest `-k` options are appended (a wrapper script receives them as its arguments)."""
+    values = {
+        "python": shlex.quote(sys.executable),
+        "k": " ".join(f"-k {shlex.quote(n)}" for n in names),
+        "pytest_k": shlex.quote(" or ".join(names)),
+    }
+    used = {m.group("name") for m in _PLACEHOLDER.finditer(template)}
+    command = _PLACEHOLDER.sub(lambda m: values[m.group("name")], template)
+    if not used & {"k", "pytest_k"}:
+        command = f"{command} {values['k']}"
+    return command
+
+
 def run_tests(checkout: Checkout, ops: tuple[str, ...], options: VerifyOptions,
               progress: Progress = _no_progress, views: Views | None = None) -> StageResult:
     views = views or Views(Workspace(checkout))
+    template = resolve_test_cmd(checkout, options)
     reason = _mps_platform_reason(options)
-    if reason is None and not checkout.exists(TEST_FILE):
+    if reason is None and TEST_FILE in template and not checkout.exists(TEST_FILE):
         reason = f"{TEST_FILE} is not in the checkout"
     if reason is not None:
         return _skip_or_fail("tests", reason, options.require_tests, "--require-tests")
@@ -348,16 +409,16 @@ def run_tests(checkout: Checkout, ops: tuple[str, ...], options: VerifyOptions,
             untested.append(f"{op} ({why})")
             checks.append(CheckResult("tests", op, SKIPPED, reason=why))
             continue
-        argv = [sys.executable, TEST_FILE, "-v"] + [a for n in names for a in ("-k", n)]
+        argv = shell_argv(fill_test_cmd(template, names))
         commands.extend(argv)
         done = [0]
 
         def on_line(line: str, op=op, done=done) -> None:
-            if " ... " in line:
+            if " ... " in line or _PYTEST_RESULT.match(line.strip()) or _PYTEST_XDIST_RESULT.match(line.strip()):
                 done[0] += 1
                 progress("tests", i, len(ops), f"{op}: {done[0]} tests")
 
-        run = _run_streaming(argv, checkout.root, log, deadline, on_line)
+        run = _run_streaming(argv, checkout.root, log, deadline, on_line, shell=True)
         results = parse_unittest(run.lines, op)
         outcomes.extend(results)
         findings = [
@@ -366,15 +427,17 @@ def run_tests(checkout: Checkout, ops: tuple[str, ...], options: VerifyOptions,
                     else f"see {log_rel}")
             for r in results if r.bad
         ]
-        if run.missing:
-            findings.append(Finding("tests", op, Location(log_rel, 1), f"cannot run {run.missing}", "check the Python installation"))
+        missing = run.missing or _not_found(run)
+        if missing:
+            findings.append(Finding("tests", op, Location(log_rel, 1), f"test command not found: {missing}",
+                                    "install it, or pass --test-cmd / set test-cmd in .mpsgen.toml"))
         elif run.timed_out:
             findings.append(Finding("tests", op, Location(log_rel, 1), f"tests timed out after {options.timeout:g} s",
                                     "raise --timeout, or run the test by hand"))
         elif not results:
             findings.append(Finding("tests", op, Location(TEST_FILE, 1),
                                     f"no test matched {', '.join(names)} (exit code {run.returncode})",
-                                    f"check the OpInfo name; see {log_rel}"))
+                                    f"check the OpInfo name and the test command; see {log_rel}"))
         elif run.returncode != 0 and not findings:
             findings.append(Finding("tests", op, Location(log_rel, 1), f"test run exited with code {run.returncode}",
                                     f"see {log_rel}"))
@@ -409,6 +472,8 @@ def verify(checkout: Checkout, ops: tuple[str, ...], options: VerifyOptions,
         reason = "no ops to verify"
         stages = tuple(StageResult(name, SKIPPED, reason) for name in STAGES)
         return VerifyReport(str(checkout.root), ops, stages)
+    if not options.static_only:
+        resolve_test_cmd(checkout, options)  # bad input (an unknown placeholder) before any stage runs
     settings = CheckSettings(require_metal_compile=options.require_metal_compile)
     checks = static_checks(checkout, ops, views, settings)
     static_status = FAILED if any(c.status == FAILED for c in checks) else PASSED
