@@ -11,6 +11,7 @@ from pathlib import Path
 from mpsgen.model import Location
 
 PRELUDE_DIR = Path(__file__).resolve().parent / "include"
+PRELUDE = PRELUDE_DIR / "mpsgen_metal.h"
 
 # g++ first: the prelude is written for and tested with g++ 12; clang++ also works.
 _CANDIDATES = ("g++", "clang++", "c++")
@@ -27,12 +28,19 @@ class Compiler:
     family: str  # "gcc" or "clang"
 
     def syntax_command(self, source: Path, include_dirs: tuple[Path, ...]) -> list[str]:
-        return [self.path, *self.base_flags(include_dirs), "-fsyntax-only", str(source)]
+        return [self.path, *self.base_flags(include_dirs), *self.prelude_first(), "-fsyntax-only", str(source)]
 
     def build_command(self, source: Path, include_dirs: tuple[Path, ...], output: Path) -> list[str]:
         # -O0: the program runs a few thousand functor calls; optimising costs more (0.8 s vs 0.3 s
         # for BinaryKernel.metal) than it saves, and float results are the same (SSE, no contraction).
         return [self.path, *self.base_flags(include_dirs), "-O0", str(source), "-o", str(output)]
+
+    def prelude_first(self) -> list[str]:
+        """The prelude read before the source's first line, as the Metal compiler has its types and
+        `__METAL__` before any line: a header that tests `#ifdef __METAL__` before including
+        <metal_stdlib> (2.15's c10/metal/common.h, included first through a kernels/*.h) takes its
+        Metal branch. (A host driver that must come first includes <metal_stdlib> itself instead.)"""
+        return ["-include", str(PRELUDE)]
 
     def base_flags(self, include_dirs: tuple[Path, ...]) -> list[str]:
         flags = list(_COMMON_FLAGS)

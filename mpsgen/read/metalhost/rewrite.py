@@ -144,11 +144,100 @@ def _brace_spans(code: str, scope: tuple[int, int]) -> list[tuple[int, int]]:
     return spans
 
 
+# Metal's address spaces, which the prelude erases (`constant` becomes `const`, the rest vanish).
+_ADDRESS_SPACE = re.compile(r"\b(?:device|constant|thread|threadgroup|threadgroup_imageblock|ray_data|object_data)\b")
+_ERASED = re.compile(r"\b(?:device|thread|threadgroup|threadgroup_imageblock|ray_data|object_data)\b")
+_NOT_A_FUNCTION = re.compile(r"^\s*(?:if|for|while|switch|catch|do|else|return|namespace|struct|class|union|enum)\b|=\s*$")
+_FUNCTION_HEAD = re.compile(r"(?P<name>~?\b\w+|\boperator\s*(?:\(\s*\)|[^\s\w(]+))\s*\((?P<params>.*)\)\s*(?:const\b\s*)?(?:noexcept\b\s*)?$", re.S)
+
+
+def _params_key(params: str) -> tuple[str, ...]:
+    """Each parameter's type, address spaces as the prelude has them, names and defaults dropped."""
+    out, depth, start = [], 0, 0
+    pieces = []
+    for i, c in enumerate(params):
+        if c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            pieces.append(params[start:i])
+            start = i + 1
+    pieces.append(params[start:])
+    for piece in pieces:
+        piece = piece.split("=", 1)[0]
+        piece = _ERASED.sub(" ", piece).replace("constant", "const")
+        words = re.findall(r"\w+|[^\s\w]", piece)
+        if len(words) > 1 and re.fullmatch(r"\w+", words[-1]) and words[-2] not in ("const", "unsigned", "signed", "long", "short"):
+            words = words[:-1]  # the parameter's name
+        words = [w for w in words if w != "const"] + ["const"] * words.count("const")
+        out.append(" ".join(words))
+    return tuple(p for p in out if p)
+
+
+def _address_space_twins(code: str) -> list[tuple[int, int]]:
+    """Spans of function definitions that repeat an earlier definition in the same scope once
+    address spaces are erased, and differ from it only in them: `T f(constant void* p)` and
+    `T f(device const void* p)` are two overloads in Metal and one function on the host (2.15's
+    c10/metal/indexing.h val_at_offs). The later one is dropped: on the host there is one memory,
+    and calls that picked either pick the first. A definition repeated with the same address
+    spaces is left for the compiler to report."""
+    seen: dict[tuple, str] = {}
+    spans = []
+    stack: list[int] = []
+    head_start = 0
+    i = 0
+    while i < len(code):
+        c = code[i]
+        if c == "{":
+            head = code[head_start:i]
+            m = _FUNCTION_HEAD.search(head)
+            if m and not _NOT_A_FUNCTION.search(head) and "(" not in m.group("name"):
+                before = head[: m.start()]
+                template = re.sub(r"\s+", " ", before[before.rfind("template"):] if "template" in before else "")
+                key = (stack[-1] if stack else -1, template.split(">")[0] if template else "", m.group("name"),
+                       _params_key(m.group("params")))
+                spelled = " ".join(_ADDRESS_SPACE.findall(m.group("params")))
+                if key in seen and seen[key] != spelled:
+                    end = _matching_brace(code, i)
+                    if end is not None:
+                        start = head_start + len(head) - len(head.lstrip())
+                        spans.append((start, end + 1))
+                        i = end + 1
+                        head_start = i
+                        continue
+                seen.setdefault(key, spelled)
+            stack.append(i)
+            head_start = i + 1
+        elif c == "}":
+            if stack:
+                stack.pop()
+            head_start = i + 1
+        elif c == ";":
+            head_start = i + 1
+        i += 1
+    return spans
+
+
+def _matching_brace(code: str, open_at: int) -> int | None:
+    depth = 0
+    for j in range(open_at, len(code)):
+        if code[j] == "{":
+            depth += 1
+        elif code[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
 def rewrite_metal(text: str) -> str:
     """`text` with Metal-only spellings turned into what the prelude understands, every change
     inside one line: `0.5` -> `0.5f`, `1.5h` -> `1.5_mpsgen_h`, `v.zw` -> `v.zw()`,
     `constant const` -> `constant`, an explicit specialization of a member function written in its
-    class turned into an overload (`template <>` blanked: g++ refuses it there), and attribute
+    class turned into an overload (`template <>` blanked: g++ refuses it there), a function
+    definition that only repeats an earlier one once address spaces are erased blanked
+    (`_address_space_twins`), and attribute
     lists (`[[buffer(0)]]`, `[[host_name("x")]]`) blanked: they mean nothing to the host compiler,
     and clang refuses one after `template` in an explicit instantiation."""
     masked = mask_code(text)
@@ -163,6 +252,8 @@ def rewrite_metal(text: str) -> str:
     for m in _CONSTANT_CONST.finditer(code):
         edits.append((m.start(), m.end(), "constant"))
     for start, end in _in_class_specializations(code):
+        edits.append((start, end, _blank(text[start:end])))
+    for start, end in _address_space_twins(code):
         edits.append((start, end, _blank(text[start:end])))
     edits.sort()
     out: list[str] = []

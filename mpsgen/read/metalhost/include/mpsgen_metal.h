@@ -126,7 +126,9 @@ template <typename T> struct vstore<T, 2> {
   constexpr T& at(int i) { return i == 0 ? x : y; }
   constexpr const T& at(int i) const { return i == 0 ? x : y; }
 };
-template <typename T> struct vstore<T, 3> {
+// A 3-component vector has the size and alignment of a 4-component one, as in Metal
+// (sizeof(float3) == 16): kernels pick overloads by sizeof (2.15's chunk_shuffle_down).
+template <typename T> struct alignas(4 * sizeof(T)) vstore<T, 3> {
   T x, y, z;
   constexpr T& at(int i) { return i == 0 ? x : i == 1 ? y : z; }
   constexpr const T& at(int i) const { return i == 0 ? x : i == 1 ? y : z; }
@@ -436,6 +438,8 @@ template <typename T> using make_unsigned_t = std::make_unsigned_t<T>;
 template <typename T> using make_signed_t = std::make_signed_t<T>;
 
 using ::as_type;
+// metal::vec<T, N>: the template behind float2 ... bool4 (2.15's c10/metal/common.h names it).
+using ::vec;
 
 template <typename T, size_t N>
 using array = std::array<T, N>;
@@ -678,6 +682,7 @@ inline float smoothstep(float e0, float e1, float x) {
   MPSGEN_MAP1(trunc, __builtin_truncf(x))                                            \
   MPSGEN_MAP2(atan2, __builtin_atan2f(x, y))                                         \
   MPSGEN_MAP2(copysign, __builtin_copysignf(x, y))                                   \
+  MPSGEN_MAP2(divide, x / y)                                                         \
   MPSGEN_MAP2(fdim, __builtin_fdimf(x, y))                                           \
   MPSGEN_MAP2(fmax, __builtin_fmaxf(x, y))                                           \
   MPSGEN_MAP2(fmin, __builtin_fminf(x, y))                                           \
