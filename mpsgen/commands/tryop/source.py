@@ -21,7 +21,10 @@ from mpsgen.read.metalhost.rewrite import include_roots
 _INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b")
 TRY_KERNELS_NAME = "<mpsgen try kernels>"
-_HOST_HEADERS = "#include <csetjmp>\n#include <csignal>\n"
+# The driver's headers, then the prelude: the Metal compiler has `__METAL__` and its types before a
+# file's first line, and 2.15's c10/metal/common.h tests `__METAL__` before any metal header is
+# included (metal-compile passes the prelude with -include; the driver's headers must come first).
+_HOST_HEADERS = "#include <csetjmp>\n#include <csignal>\n#include <metal_stdlib>\n"
 
 
 def _resolve(root: Path, including: str, quote: str, name: str) -> str | None:

@@ -25,8 +25,10 @@ UNSUFFIXED_FLOAT = re.compile(
 _HALF_LITERAL = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+)h\b")
 # Swizzles read as data members in Metal (`v.zw`); the prelude has them as methods (`v.zw()`).
 _SWIZZLE = re.compile(r"(?<=[\w)\]])(\s*\.\s*)([xyzw]{2,4})\b(?!\s*\()")
-# `constant const char*`: the address space is `const` in the prelude; a second const is an error.
-_CONSTANT_CONST = re.compile(r"\bconstant\s+const\b|\bconst\s+constant\b")
+# `constant const char*`, `static constant constexpr const T`: the address space is `const` in the
+# prelude; a second const in the same declaration's specifiers is an error. Macro bodies too.
+_SPECIFIERS = r"((?:[ \t]+(?:constexpr|static|inline|volatile)\b)*)"
+_CONSTANT_CONST = re.compile(rf"\bconstant\b{_SPECIFIERS}[ \t]+const\b|\bconst\b{_SPECIFIERS}[ \t]+constant\b")
 _DIRECTIVE = re.compile(r"^[ \t]*#[^\n]*(?:\\\n[^\n]*)*", re.M)
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 
@@ -151,8 +153,12 @@ _NOT_A_FUNCTION = re.compile(r"^\s*(?:if|for|while|switch|catch|do|else|return|n
 _FUNCTION_HEAD = re.compile(r"(?P<name>~?\b\w+|\boperator\s*(?:\(\s*\)|[^\s\w(]+))\s*\((?P<params>.*)\)\s*(?:const\b\s*)?(?:noexcept\b\s*)?$", re.S)
 
 
-def _params_key(params: str) -> tuple[str, ...]:
-    """Each parameter's type, address spaces as the prelude has them, names and defaults dropped."""
+_CLASS_SPECIALIZATION = re.compile(r"\b(?:struct|class|union)\s+(?P<name>\w+)\s*<(?P<params>.*)>\s*(?::[^{]*)?$", re.S)
+
+
+def _params_key(params: str, named: bool = True) -> tuple[str, ...]:
+    """Each parameter's type, address spaces as the prelude has them, names (when `named`: function
+    parameters, not template arguments) and defaults dropped."""
     out, depth, start = [], 0, 0
     pieces = []
     for i, c in enumerate(params):
@@ -168,7 +174,7 @@ def _params_key(params: str) -> tuple[str, ...]:
         piece = piece.split("=", 1)[0]
         piece = _ERASED.sub(" ", piece).replace("constant", "const")
         words = re.findall(r"\w+|[^\s\w]", piece)
-        if len(words) > 1 and re.fullmatch(r"\w+", words[-1]) and words[-2] not in ("const", "unsigned", "signed", "long", "short"):
+        if named and len(words) > 1 and re.fullmatch(r"\w+", words[-1]) and words[-2] not in ("const", "unsigned", "signed", "long", "short"):
             words = words[:-1]  # the parameter's name
         words = [w for w in words if w != "const"] + ["const"] * words.count("const")
         out.append(" ".join(words))
@@ -179,7 +185,8 @@ def _address_space_twins(code: str) -> list[tuple[int, int]]:
     """Spans of function definitions that repeat an earlier definition in the same scope once
     address spaces are erased, and differ from it only in them: `T f(constant void* p)` and
     `T f(device const void* p)` are two overloads in Metal and one function on the host (2.15's
-    c10/metal/indexing.h val_at_offs). The later one is dropped: on the host there is one memory,
+    c10/metal/indexing.h val_at_offs); so are `S<thread T*>` and `S<device T*>`, partial
+    specializations of a class template (2.15's PrefillAttention.h). The later one is dropped: on the host there is one memory,
     and calls that picked either pick the first. A definition repeated with the same address
     spaces is left for the compiler to report."""
     seen: dict[tuple, str] = {}
@@ -191,12 +198,17 @@ def _address_space_twins(code: str) -> list[tuple[int, int]]:
         c = code[i]
         if c == "{":
             head = code[head_start:i]
-            m = _FUNCTION_HEAD.search(head)
-            if m and not _NOT_A_FUNCTION.search(head) and "(" not in m.group("name"):
+            m = _CLASS_SPECIALIZATION.search(head)
+            named = m is None
+            if m is None:
+                m = _FUNCTION_HEAD.search(head)
+                if m and (_NOT_A_FUNCTION.search(head) or "(" in m.group("name")):
+                    m = None
+            if m:
                 before = head[: m.start()]
                 template = re.sub(r"\s+", " ", before[before.rfind("template"):] if "template" in before else "")
-                key = (stack[-1] if stack else -1, template.split(">")[0] if template else "", m.group("name"),
-                       _params_key(m.group("params")))
+                key = (stack[-1] if stack else -1, named, template.split(">")[0] if template else "", m.group("name"),
+                       _params_key(m.group("params"), named))
                 spelled = " ".join(_ADDRESS_SPACE.findall(m.group("params")))
                 if key in seen and seen[key] != spelled:
                     end = _matching_brace(code, i)
@@ -249,8 +261,8 @@ def rewrite_metal(text: str) -> str:
         edits.append((m.end(), m.end(), "f"))
     for m in _SWIZZLE.finditer(code):
         edits.append((m.end(), m.end(), "()"))
-    for m in _CONSTANT_CONST.finditer(code):
-        edits.append((m.start(), m.end(), "constant"))
+    for m in _CONSTANT_CONST.finditer(masked):
+        edits.append((m.start(), m.end(), "constant" + (m.group(1) or m.group(2) or "")))
     for start, end in _in_class_specializations(code):
         edits.append((start, end, _blank(text[start:end])))
     for start, end in _address_space_twins(code):

@@ -35,6 +35,8 @@
 #define ray_data
 #define object_data
 #define constant const
+// Metal's own helper macro for always-inlined functions (MLX-derived kernels use it).
+#define METAL_FUNC inline
 
 // ---- scalar types ---------------------------------------------------------------------------------
 using half = _Float16;
