@@ -211,7 +211,7 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
     else:
         owners = code_owners(checkout.read(facts.kernel_file), facts.kernel_file)
         outputs, detail = run_on_host(host_program(checkout, facts, source, _operands(inputs, prepared.operands)),
-                                      facts.kernel_file, functor=facts.functor, owners=owners)
+                                      facts.kernel_file, functor=facts.functor, owners=owners, root=checkout.root)
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
     results = _results(runs, opinfo_tolerances(checkout, op))
@@ -285,7 +285,8 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
     else:
         owners = code_owners(checkout.read(facts.kernel_file), facts.kernel_file)
         program = host_program(checkout, facts, source, _operands(inputs, prepared.operands), plan)
-        outputs, detail = run_on_host(program, facts.kernel_file, functor=facts.functor, owners=owners)
+        outputs, detail = run_on_host(program, facts.kernel_file, functor=facts.functor, owners=owners,
+                                      root=checkout.root)
         detail = f"{detail} with mpsgen's Metal prelude"
     by_name = {o.metal_type: o for o in outputs}
     overrides = opinfo_tolerances(checkout, facts.op)

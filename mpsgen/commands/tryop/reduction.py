@@ -84,10 +84,10 @@ def op_structs(checkout: Checkout, reduction: ReductionFacts, compiler: Compiler
     with tempfile.TemporaryDirectory(prefix="mpsgen-try-") as tmp:
         path = Path(tmp) / "reduce.metal"
         path.write_text(source, encoding="utf-8")
-        command = [compiler.path, *compiler.base_flags(()), "-E", "-P", str(path)]
+        command = [compiler.path, *compiler.base_flags(()), *compiler.prelude_first(), "-E", "-P", str(path)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
     if done.returncode != 0:
-        raise _compile_failure(done.stderr, reduction.kernel_file)
+        raise _compile_failure(done.stderr, reduction.kernel_file, root=checkout.root, compiler=compiler)
     found: dict[tuple[str, str, str], OpStruct] = {}
     wanted = {p.rstrip("_") for p in reduction.prefixes}
     text = done.stdout
@@ -168,8 +168,8 @@ def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: 
             plans.append((s, case, (label, values)))
     source = bundle(checkout, reduction.kernel_file)
     main = Templates(checkout.root).render("try_reduction_main.cpp.j2", runs=runs, lanes=LANES)
-    program = _HOST_HEADERS + "#include <metal_stdlib>\n" + source + '#line 1 "<mpsgen try reduction driver>"\n' + main
-    outputs = _run(compiler, program, reduction.kernel_file)
+    program = _HOST_HEADERS + source + '#line 1 "<mpsgen try reduction driver>"\n' + main
+    outputs = _run(compiler, program, reduction.kernel_file, checkout.root)
     by_label = {o.metal_type: o for o in outputs}
     results = []
     for s, case, data in plans:
@@ -259,7 +259,7 @@ def _compare(torch, function, s: OpStruct, case: Case, values, got) -> DtypeResu
                        (rtol, atol) if floating else None, "failed" if bad else "passed", note, scalars)
 
 
-def _run(compiler: Compiler, program: str, kernel_file: str):
+def _run(compiler: Compiler, program: str, kernel_file: str, root: Path):
     with tempfile.TemporaryDirectory(prefix="mpsgen-try-") as tmp:
         source = Path(tmp) / "try.cpp"
         binary = Path(tmp) / "try"
@@ -267,7 +267,7 @@ def _run(compiler: Compiler, program: str, kernel_file: str):
         built = subprocess.run(compiler.build_command(source, (), binary), capture_output=True, text=True,
                                timeout=COMPILE_TIMEOUT)
         if built.returncode != 0:
-            raise _compile_failure(built.stderr, kernel_file)
+            raise _compile_failure(built.stderr, kernel_file, root=root, compiler=compiler)
         ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=RUN_TIMEOUT)
     if ran.returncode != 0:
         raise CheckFailed(f"the reduction driver crashed on the host (exit status {ran.returncode})",

@@ -13,7 +13,7 @@ from mpsgen.commands.tryop.reference import import_torch
 from mpsgen.commands.tryop.scalars import pack
 from mpsgen.commands.tryop.values import Inputs, from_float32_bits
 from mpsgen.errors import CheckFailed, MpsgenError
-from mpsgen.read.metalhost.check import diagnostic_context
+from mpsgen.read.metalhost.check import diagnostic_context, headers_unreadable
 from mpsgen.read.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
 from mpsgen.read.metalhost.owners import CodeOwners, diagnostic_owners
 from mpsgen.read.metalhost.rewrite import rewrite_metal
@@ -55,11 +55,12 @@ def mps_unavailable() -> str | None:
 
 def run_on_host(program: str, kernel_file: str, work: Path | None = None,
                 compiler: Compiler | None = None, functor: str | None = None,
-                owners: CodeOwners | None = None) -> tuple[list[Outputs], str]:
+                owners: CodeOwners | None = None, root: Path | None = None) -> tuple[list[Outputs], str]:
     """Compile `program` (the shader source plus the host driver) with the host compiler and the
     Metal prelude, run it, and read its outputs. Returns the outputs and the compiler used.
     `functor` and `owners` (`metalhost.owners.code_owners` of the kernel file) let a compile error
-    in another functor's code be named as such."""
+    in another functor's code be named as such; `root` (the checkout) lets headers the host compiler
+    cannot take be named as such (`check.headers_unreadable`)."""
     if compiler is None:
         compiler, why = find_compiler()
         if compiler is None:
@@ -71,7 +72,7 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
         command = compiler.build_command(source, (), binary)
         built = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
         if built.returncode != 0:
-            raise _compile_failure(built.stderr, kernel_file, functor, owners)
+            raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
         ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=RUN_TIMEOUT)
     if ran.returncode != 0:
         raise CheckFailed(f"the functor crashed on the host (exit status {ran.returncode}): {ran.stderr.strip()[:200]}",
@@ -80,7 +81,14 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
 
 
 def _compile_failure(stderr: str, kernel_file: str, functor: str | None = None,
-                     owners: CodeOwners | None = None) -> MpsgenError:
+                     owners: CodeOwners | None = None, root: Path | None = None,
+                     compiler: Compiler | None = None) -> MpsgenError:
+    if root is not None and compiler is not None:
+        text = (Path(root) / kernel_file).read_text(encoding="utf-8", errors="replace")
+        why = headers_unreadable(Path(root), kernel_file, text, compiler, stderr)
+        if why is not None:
+            return MpsgenError(f"cannot run {kernel_file} on the host: {why}",
+                               hint="run it on a Mac with MPS (--backend mps)")
     found = parse_diagnostics(stderr)
     if not found:
         tail = (stderr.strip().splitlines() or ["no output"])[-1]

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from mpsgen.model import Location
 from mpsgen.read.cpp import mask_code
-from mpsgen.read.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
+from mpsgen.read.metalhost.compiler import (
+    PRELUDE_DIR,
+    PRELUDE_LABEL,
+    Compiler,
+    attribute,
+    find_compiler,
+    parse_diagnostics,
+)
 from mpsgen.read.metalhost.owners import named_functors
 from mpsgen.read.metalhost.rewrite import copy_tree, include_roots
 
@@ -78,6 +85,10 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
         return CompileResult(rel_path, SKIPPED, reason=f"{compiler.path} cannot compile mpsgen's Metal prelude "
                              f"({where}: {message}); use g++ 12+ or clang++ 15+ ($MPSGEN_CXX)",
                              compiler=compiler.path, seconds=seconds, command=tuple(command))
+    unreadable = headers_unreadable(root, rel_path, text, compiler, ran.stderr) if diagnostics else None
+    if unreadable is not None:
+        return CompileResult(rel_path, SKIPPED, reason=unreadable, compiler=compiler.path, seconds=seconds,
+                             command=tuple(command))
     if ran.returncode != 0 and not diagnostics:
         tail = (ran.stderr.strip().splitlines() or ["no output"])[-1]
         diagnostics = [(Location(rel_path, 1), f"the host compiler failed without a diagnostic mpsgen can read: {tail}")]
@@ -86,6 +97,41 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
     contexts = tuple(found.get(d, DiagnosticContext()) for d in diagnostics)
     return CompileResult(rel_path, status, tuple(diagnostics), compiler=compiler.path,
                          seconds=seconds, command=tuple(command), contexts=contexts)
+
+
+def headers_unreadable(root: Path, rel_path: str, text: str, compiler: Compiler, stderr: str) -> str | None:
+    """Why the host compiler cannot check `rel_path` at all, or None: errors located in the
+    checkout's headers (not in `rel_path`, not in the prelude) that compiling the file's #include
+    lines alone reproduces. The headers are upstream's and build with the Metal compiler; what the
+    prelude cannot take is no fault of the kernel file (one such probe compile, only when a header
+    has an error)."""
+    prelude = str(PRELUDE_DIR)
+    in_headers = {(d.location, d.message) for d in parse_diagnostics(stderr)
+                  if d.location.path != rel_path and not d.location.path.startswith(prelude)}
+    if not in_headers:
+        return None
+    masked = mask_code(text).split("\n")
+    lines = text.split("\n")
+    probe = "\n".join(line if i < len(masked) and _INCLUDE_LINE.match(masked[i]) else ""
+                      for i, line in enumerate(lines))
+    with tempfile.TemporaryDirectory(prefix="mpsgen-metal-") as work:
+        tree = copy_tree(root, rel_path, Path(work), main_text=probe)
+        try:
+            ran = subprocess.run(compiler.syntax_command(tree.main, include_roots(Path(work))), capture_output=True,
+                                 text=True, timeout=COMPILE_TIMEOUT)
+        except (subprocess.TimeoutExpired, OSError):
+            return None
+    reproduced = [d for d in parse_diagnostics(ran.stderr) if (d.location, d.message) in in_headers]
+    if not reproduced:
+        return None
+    first = reproduced[0]
+    return (f"{compiler.path} with mpsgen's Metal prelude cannot take the checkout's headers ({first.location}: "
+            f"{first.message}; the file's #include lines alone give it): upstream builds them with the Metal "
+            "compiler, so nothing here is checked")
+
+
+# An #include line in masked code (the masked text keeps directives; a quoted name is blanked).
+_INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b")
 
 
 def _diagnostics(stderr: str, rel_path: str, text: str) -> dict[tuple[Location, str], DiagnosticContext]:
