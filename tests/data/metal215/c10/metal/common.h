@@ -12,7 +12,7 @@
 
 namespace c10 {
 namespace metal {
-MPSGEN_FIXTURE_CONSTEXPR unsigned max_ndim = 16;
+MPSGEN_FIXTURE_CONSTEXPR unsigned fixture_lanes = 4;
 
 #ifdef __METAL__
 template <typename T>
