@@ -364,3 +364,12 @@ def test_the_bytes_passed_to_mps_are_the_struct_as_the_compiler_lays_it_out(tmp_
     assert built.returncode == 0, built.stderr[:3000]
     printed = subprocess.run([str(tmp_path / "layout")], capture_output=True, text=True, check=True).stdout.split()
     assert printed == [data.hex() for *_, data in checks]
+
+
+def test_a_complex_alpha_gets_its_real_and_imaginary_parts():
+    """value=-1 for a float2 alpha is -1+0j: a scalar cast would fill both components (-1-1j)."""
+    from mpsgen.commands.tryop.source import value_literal
+
+    assert value_literal(-1, "float2", "alpha") == "alpha = mpsgen_complex_in<decltype(alpha)>(0xbf800000u, 0x00000000u)"
+    assert value_literal(2.5, "half2", "a.x") == "a.x = mpsgen_complex_in<decltype(a.x)>(0x40200000u, 0x00000000u)"
+    assert value_literal(-1, "long", "alpha") == "alpha = static_cast<decltype(alpha)>(-1L)"

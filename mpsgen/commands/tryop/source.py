@@ -109,6 +109,11 @@ def value_literal(value, metal_type: str, target: str) -> str:
         return f"{target} = mpsgen_float_in<decltype({target})>({_float_bits_literal(value)})"
     if k == "bool":
         return f"{target} = {'true' if value else 'false'}"
+    if k == "complex":
+        # not `static_cast<float2>(-1)`: a scalar fills both components, -1-1j
+        z = complex(value)
+        return (f"{target} = mpsgen_complex_in<decltype({target})>({_float_bits_literal(z.real)}, "
+                f"{_float_bits_literal(z.imag)})")
     return f"{target} = static_cast<decltype({target})>({_long_literal(int(value))})"
 
 
