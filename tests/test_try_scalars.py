@@ -250,9 +250,10 @@ def test_the_source_shown_is_what_the_host_path_compiles_and_what_json_carries(t
     prepared = prepare(checkout, "softplus")
     program = host_program(checkout, prepared.facts, prepared.source, [make_inputs("float", 1, 0, 1)],
                            {"float": ("SoftplusParams_float", prepared.scalars.fields_by_type["float"][1], [(0, (1.0, 20.0))])})
-    # the host program is the shown source unchanged, between the driver's headers and its main
+    # the host program is the shown source unchanged, between the driver's headers (then the
+    # prelude, as Metal has its types before a file's first line) and its main
     head, rest = program.split(shown, 1)
-    assert head == "#include <csetjmp>\n#include <csignal>\n"
+    assert head == "#include <csetjmp>\n#include <csignal>\n#include <metal_stdlib>\n"
     assert rest.startswith('#line 1 "<mpsgen try host driver>"\n')
     assert "alpha.beta = mpsgen_float_in<decltype(alpha.beta)>(0x3f800000u);" in rest
     assert "alpha.threshold = mpsgen_float_in<decltype(alpha.threshold)>(0x41a00000u);" in rest

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpsgen.read.cpp import mask_code
+from mpsgen.read.cpp import mask_code, match_brace, split_top_level
 
 # A floating literal without a suffix: `0.5`, `.5`, `1.`, `1e-5`, `2.5e3`. Metal reads these as
 # float; a host compiler reads them as double. Hex floats (`0x1.8p3`) are left alone (they start
@@ -159,18 +159,8 @@ _CLASS_SPECIALIZATION = re.compile(r"\b(?:struct|class|union)\s+(?P<name>\w+)\s*
 def _params_key(params: str, named: bool = True) -> tuple[str, ...]:
     """Each parameter's type, address spaces as the prelude has them, names (when `named`: function
     parameters, not template arguments) and defaults dropped."""
-    out, depth, start = [], 0, 0
-    pieces = []
-    for i, c in enumerate(params):
-        if c in "<([{":
-            depth += 1
-        elif c in ">)]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            pieces.append(params[start:i])
-            start = i + 1
-    pieces.append(params[start:])
-    for piece in pieces:
+    out = []
+    for piece in split_top_level(params, "<([{", ">)]}"):
         piece = piece.split("=", 1)[0]
         piece = _ERASED.sub(" ", piece).replace("constant", "const")
         words = re.findall(r"\w+|[^\s\w]", piece)
@@ -211,8 +201,8 @@ def _address_space_twins(code: str) -> list[tuple[int, int]]:
                        _params_key(m.group("params"), named))
                 spelled = " ".join(_ADDRESS_SPACE.findall(m.group("params")))
                 if key in seen and seen[key] != spelled:
-                    end = _matching_brace(code, i)
-                    if end is not None:
+                    end = match_brace(code, i)
+                    if end >= 0:
                         start = head_start + len(head) - len(head.lstrip())
                         spans.append((start, end + 1))
                         i = end + 1
@@ -229,18 +219,6 @@ def _address_space_twins(code: str) -> list[tuple[int, int]]:
             head_start = i + 1
         i += 1
     return spans
-
-
-def _matching_brace(code: str, open_at: int) -> int | None:
-    depth = 0
-    for j in range(open_at, len(code)):
-        if code[j] == "{":
-            depth += 1
-        elif code[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
 
 
 def rewrite_metal(text: str) -> str:
