@@ -277,12 +277,20 @@ def test_an_error_in_a_checkout_header_names_the_header(tmp_path):
     header = root / "c10" / "metal" / "special_math.h"
     text = header.read_text(encoding="utf-8")
     line = text[: text.index("const float hi = ::metal::max(fa, fb);")].count("\n") + 1
-    header.write_text(text.replace("const float hi = ::metal::max(fa, fb);", "const float hi = ::metal::maxx(fa, fb);", 1),
-                      encoding="utf-8")
-    result = compile_metal_file(root, BINARY)
+    broken = text.replace("const float hi = ::metal::max(fa, fb);", "const float hi = ::metal::maxx(fa, fb);", 1)
+    # As planned by an edit (mpsgen's own): a failure at the header's line.
+    result = compile_metal_file(root, BINARY, texts={"c10/metal/special_math.h": broken})
     assert result.status == "failed"
     assert result.diagnostics[0][0] == Location("c10/metal/special_math.h", line)
     assert "maxx" in result.diagnostics[0][1]
+    # As the checkout has it: the file's #include lines alone give the error, so the kernel file is
+    # not blamed for it (issue 26: what the host compiler cannot take of upstream's headers); the
+    # reason names the header's line.
+    header.write_text(broken, encoding="utf-8")
+    result = compile_metal_file(root, BINARY)
+    assert (result.status, result.diagnostics) == ("skipped", ())
+    assert f"cannot take the checkout's headers (c10/metal/special_math.h:{line}: " in result.reason
+    assert "maxx" in result.reason
 
 
 def test_without_a_compiler_the_file_is_skipped_with_the_reason(monkeypatch):
