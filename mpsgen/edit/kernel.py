@@ -108,20 +108,20 @@ def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrat
     spans = []
     changes: list[Change] = []
     notes: list[Note] = []
+    # Where the registrations go, decided first: the functor must be defined above every line that
+    # names it (a list macro's calls, a family block of registration lines).
+    missing = [reg for reg in registrations if not kernel.has_registration(reg)]
+    macro_spans, macros, missing = join_list_macros(text, functor, missing, reading)
+    blocks = _family_blocks(text, kernel, missing, newline, functor) if missing else []
+    uses = [index.start_of(min(macro.first_line, *(line for _, line in macro.invocations))) for macro in macros]
+    uses += [anchor for anchor, _ in blocks if anchor is not None]
+    first_use = min(uses, default=None)
     functor_end = None
     if functor in kernel.functors:
         start, _ = kernel.functors[functor]
         notes.append(Note("kept", f"struct {functor}_functor already exists; kept as is", Location(path, index.line_of(start))))
     else:
-        forward = functor.removesuffix("_backward")
-        if forward != functor and forward in kernel.functors:
-            anchor = kernel.functors[forward][1]  # a backward functor follows its forward one
-        elif kernel.functors:
-            anchor = max(end for _, end in kernel.functors.values())
-        elif kernel.registrations:
-            anchor = index.start_of(index.line_of(min(off for _, off in kernel.registrations) - 1))
-        else:
-            anchor = len(text)
+        anchor = _functor_anchor(text, kernel, functor, index, first_use)
         body = functor_text.replace("\n", newline) if newline != "\n" else functor_text
         prefix = newline if anchor > 0 and not text[:anchor].endswith(newline * 2) else ""
         suffix = newline if anchor < len(text) and text[anchor:anchor + len(newline)] != newline else ""
@@ -132,15 +132,13 @@ def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrat
         lines_before = body.count(newline, 0, head) if head > 0 else 0
         changes.append(Change("functor", Location(path, index.line_of(anchor) + (1 if prefix else 0) + lines_before),
                               f"struct {functor}_functor"))
-    missing = [reg for reg in registrations if not kernel.has_registration(reg)]
-    macro_spans, macros, missing = join_list_macros(text, functor, missing, reading)
     spans.extend(macro_spans)
     placed: list[Registration] = []
     if missing:
         guard = bfloat_guard(text, kernel)
         separated = groups_separated_by_blank_lines(text, kernel)
         first = True
-        for anchor, block in _family_blocks(text, kernel, missing, newline, functor):
+        for anchor, block in blocks:
             plain = [reg for reg in block if not (guard and "bfloat" in reg.args)]
             guarded = [reg for reg in block if guard and "bfloat" in reg.args]
             lines = "".join(reg.render() + newline for reg in plain)
@@ -151,6 +149,8 @@ def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrat
             if anchor is not None:
                 if separated:
                     lines = newline + lines
+                    if anchor < len(text) and not text.startswith(newline, anchor):
+                        lines += newline  # the line after belongs to another group: a blank line between
                 spans.append((anchor, anchor, lines))
             else:
                 anchor = functor_end if functor_end is not None else len(text)
@@ -164,6 +164,28 @@ def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrat
     if macros:
         changes.extend(_list_macro_changes(new_text, path, functor, macros))
     return FileChange(path, new_text, tuple(changes), tuple(notes))
+
+
+def _functor_anchor(text: str, kernel: KernelFile, functor: str, index: LineIndex, first_use: int | None) -> int:
+    """Where a new functor goes: after the file's last functor (a backward functor after its forward
+    one), but above `first_use`, the first line that will name it: then after the last functor that
+    ends above that line, else at the start of the paragraph (the run of non-blank lines, comments
+    included) holding it."""
+    forward = functor.removesuffix("_backward")
+    ends = [end for _, end in kernel.functors.values() if first_use is None or end <= first_use]
+    if forward != functor and forward in kernel.functors and kernel.functors[forward][1] in ends:
+        return kernel.functors[forward][1]  # a backward functor follows its forward one
+    if ends:
+        return max(ends)
+    if first_use is not None:
+        line = index.line_of(first_use)
+        lines = text.split("\n")
+        while line > 1 and lines[line - 2].strip():
+            line -= 1
+        return index.start_of(line)
+    if kernel.registrations:
+        return index.start_of(index.line_of(min(off for _, off in kernel.registrations) - 1))
+    return len(text)
 
 
 COMPLEX_METAL_TYPES = frozenset(METAL_INPUT_TYPES["complex"])

@@ -138,7 +138,23 @@ def _check_kernel_name(views: Views, f: OpFacts, settings: CheckSettings):
         return [Finding("kernel-name", f.op, Location(f.host.location.path, f.host.kernel_line),
                         f"kernel \"{f.host.kernel}\" has no struct {f.host.kernel}_functor in {KERNELS_DIR}/*.metal",
                         f"add {f.host.kernel}_functor to the family's .metal file, or fix the name")]
-    return []
+    return _functor_below_its_use(views, f)
+
+
+def _functor_below_its_use(views: Views, f: OpFacts) -> list[Finding]:
+    """A registration (or a list macro's call) that names the functor above its definition: the
+    Metal compiler instantiates the kernel where it is named, and the type is not declared yet."""
+    out = []
+    for rel in f.kernel_files:
+        reading = views.kernel(rel).reading
+        functor = reading.functors.get(f.functor)
+        early = [r.line for r in reading.registered(f.functor) if functor is not None and r.line < functor.line]
+        if early:
+            out.append(Finding("kernel-name", f.op, Location(rel, min(early)),
+                               f"{f.functor}_functor is defined at line {functor.line}, below this line that registers "
+                               "it: the Metal compiler rejects a kernel instantiated before its functor is declared",
+                               f"move struct {f.functor}_functor above line {min(early)}"))
+    return out
 
 
 def _reduction_kernel_name(f: OpFacts, r: ReductionFacts):
