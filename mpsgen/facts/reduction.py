@@ -25,7 +25,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.views import METAL_TO_TORCH, OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
-from mpsgen.read.cpp import mask_code
+from mpsgen.read.cpp import mask_code, match_brace
 from mpsgen.read.reduction import Pair, ReductionHost, ReductionKernels, read_reduction_host, reduction_kernels
 
 # The reduction family: the stub header -> its kernel and host files.
@@ -148,8 +148,24 @@ _SINGLE_CALL = re.compile(r"\{\s*(\w+)\s*\(\s*(\w+)\s*,\s*\"([a-z0-9_]+_)\"\s*\)
 
 
 @dataclass(frozen=True)
+class LoadOrder:
+    """An order a load mode of the base op's struct serves (`ord = 2` -> `LOAD_SQUARE`), registered
+    under a prefix of its own (`powsum_l2_`)."""
+
+    ord: float
+    mode: str
+    prefix: str
+
+    @property
+    def literal(self) -> str:
+        """The order as a C++ double literal (`2.0`)."""
+        return repr(float(self.ord))
+
+
+@dataclass(frozen=True)
 class ReductionBody:
-    """A catalog reduction: the struct's name and its pieces (`reduction_catalog.toml`)."""
+    """A catalog reduction: the struct's name and its pieces (`reduction_catalog.toml`), or (a
+    load-mode reduction, `orders` set) the base op's struct with a load mode per served order."""
 
     op: str
     struct: str
@@ -159,6 +175,31 @@ class ReductionBody:
     threadgroup: str
     pairs_like: str
     exclude_inputs: tuple[str, ...]
+    orders: tuple[LoadOrder, ...] = ()
+    mode_enum: str = ""
+    general: str = ""  # how the orders no load mode serves are computed ("elementwise")
+    inputs: tuple[str, ...] = ()  # the input types taken (empty: every input of the sibling's pairs)
+    exclude_pairs: tuple[Pair, ...] = ()
+    finalize: str = ""  # (user flags) the finalize expression of the accumulator `v`
+    acc: str = ""  # (user flags) the accumulator type ("": opmath_t<TO>)
+    source: str = "catalog"  # "catalog" or "flags"
+
+    @property
+    def load_modes(self) -> bool:
+        return bool(self.orders)
+
+    def prefixes(self) -> tuple[str, ...]:
+        """The kernel prefixes the op registers (`prod_`; `powsum_l1_`, `powsum_l2_`)."""
+        if self.orders:
+            return tuple(o.prefix for o in self.orders)
+        return (f"{self.op}_",)
+
+    def instances(self) -> tuple[tuple[str, str], ...]:
+        """(prefix, op type) per registration: `("prod_", "ProdOp<TO>")`,
+        `("powsum_l2_", "SumOp<TO, LOAD_SQUARE>")`."""
+        if self.orders:
+            return tuple((o.prefix, f"{self.struct}<TO, {o.mode}>") for o in self.orders)
+        return ((f"{self.op}_", f"{self.struct}<TO>"),)
 
 
 def catalog_body(op: str) -> ReductionBody | None:
@@ -166,8 +207,48 @@ def catalog_body(op: str) -> ReductionBody | None:
         entry = tomllib.load(handle).get(op)
     if entry is None:
         return None
+    if "orders" in entry:
+        orders = tuple(LoadOrder(float(o["ord"]), o["mode"], o["prefix"]) for o in entry["orders"])
+        return ReductionBody(op, entry["struct"], "", "", "", "", entry["base"], (), orders=orders,
+                             mode_enum=entry["mode_enum"], general=entry.get("general", ""),
+                             inputs=tuple(entry.get("inputs", ())),
+                             exclude_pairs=tuple(tuple(p) for p in entry.get("exclude_pairs", ())))
     return ReductionBody(op, entry["struct"], entry["identity"], entry["combine"], entry["simd"], entry["threadgroup"],
                          entry["pairs_like"], tuple(entry.get("exclude_inputs", ())))
+
+
+_ENUM = re.compile(r"\benum\s+(?:class\s+)?(\w+)\s*(?::\s*\w+\s*)?\{")
+
+
+def load_mode_problem(kernel_text: str, path: str, body: ReductionBody) -> MpsgenError | None:
+    """Why the kernel file cannot serve the body's orders through its struct's load modes, or None:
+    the struct must exist and take a `<mode_enum>` template argument, and the enum must have every
+    mode the catalog names (each refusal names the file and line to look at)."""
+    masked = mask_code(kernel_text)
+    struct = re.search(rf"template\s*<([^{{;]*)>\s*struct\s+{body.struct}\s*\{{", masked)
+    if struct is None:
+        return MpsgenError(f"{path} defines no template struct {body.struct} (the {body.pairs_like} op's struct "
+                           f"whose load modes {body.op} uses)", location=Location(path, 1),
+                           hint=f"write {body.op}'s kernel by hand")
+    struct_line = masked.count("\n", 0, struct.start()) + 1
+    if not re.search(rf"\b{body.mode_enum}\b", struct.group(1)):
+        return MpsgenError(f"{body.struct} takes no {body.mode_enum} template argument, so it has no load modes "
+                           f"for {body.op}'s orders", location=Location(path, struct_line),
+                           hint=f"write {body.op}'s kernel by hand")
+    enum = next((m for m in _ENUM.finditer(masked) if m.group(1) == body.mode_enum), None)
+    if enum is None:
+        return MpsgenError(f"{path} defines no enum {body.mode_enum} (the load modes {body.struct} takes)",
+                           location=Location(path, struct_line), hint=f"write {body.op}'s kernel by hand")
+    close = match_brace(masked, enum.end() - 1)
+    have = {m.group(1) for piece in masked[enum.end():close].split(",")
+            if (m := re.match(r"\s*([A-Za-z_]\w*)", piece))}
+    for order in body.orders:
+        if order.mode not in have:
+            line = masked.count("\n", 0, enum.start()) + 1
+            return MpsgenError(f"enum {body.mode_enum} has no {order.mode}, the load mode {body.op}'s order "
+                               f"{order.ord:g} needs (it has {', '.join(sorted(have))})",
+                               location=Location(path, line), hint=f"write {body.op}'s kernel by hand")
+    return None
 
 
 @dataclass(frozen=True)
@@ -218,6 +299,66 @@ def launcher_call(views: Views, host: ReductionHost, host_file: str) -> tuple[st
     return best, counts[best][0]
 
 
+@dataclass(frozen=True)
+class BaseCall:
+    """How the base op's host function calls its launcher: `sum_mean_kernel_mps(iter, "sum_",
+    std::nullopt)` -> launcher `sum_mean_kernel_mps`, `rest` `, std::nullopt` (what follows the
+    prefix), and the function (name, location) that holds the call."""
+
+    launcher: str
+    rest: str
+    function: str
+    location: Location
+
+
+_PREFIX_CALL = re.compile(r"(\w+)\s*\(\s*\w+\s*,\s*\"([a-z0-9_]+_)\"\s*((?:,[^;]*)?)\)\s*;")
+
+
+def base_launcher_call(views: Views, host: ReductionHost, host_file: str, base: str) -> BaseCall:
+    """The launcher call of the host function registered for `<base>_stub` whose prefix is
+    `"<base>_"`: a load-mode reduction calls the same launcher the same way with its own prefixes
+    (the launcher's other passes then treat its partials as the base op's, which sum's are)."""
+    view = views.host(host_file)
+    for registration in view.registrations:
+        if registration.stub != f"{base}_stub":
+            continue
+        function = view.function(registration)
+        if function is None:
+            continue
+        for m in _PREFIX_CALL.finditer(mask_strings_kept(function.body)):
+            if m.group(2) == f"{base}_" and host.routes(m.group(1)):
+                rest = " ".join(m.group(3).split())
+                return BaseCall(m.group(1), rest, function.name, function.location)
+    raise MpsgenError(f"no function registered for {base}_stub in {host_file} calls a reduction launcher with "
+                      f"\"{base}_\"", location=Location(host_file, 1),
+                      hint=f"register {base}_stub's host function, or write this op's host function by hand")
+
+
+def mask_strings_kept(code: str) -> str:
+    """`code` with its comments blanked and its string literals kept (the prefix is a literal)."""
+    return _comments_blanked(code, mask_code(code))
+
+
+def _comments_blanked(code: str, masked: str) -> str:
+    out = []
+    i = 0
+    while i < len(code):
+        if code.startswith("//", i) and masked[i] == " ":
+            end = code.find("\n", i)
+            end = len(code) if end < 0 else end
+            out.append(" " * (end - i))
+            i = end
+        elif code.startswith("/*", i) and masked[i] == " ":
+            end = code.find("*/", i + 2)
+            end = len(code) if end < 0 else end + 2
+            out.append("".join(c if c == "\n" else " " for c in code[i:end]))
+            i = end
+        else:
+            out.append(code[i])
+            i += 1
+    return "".join(out)
+
+
 def op_pairs(kernels: ReductionKernels, body: ReductionBody) -> tuple[Pair, ...]:
     """The (input, output) pairs to register: those the sibling op registers, in its order, without
     the excluded inputs."""
@@ -226,7 +367,9 @@ def op_pairs(kernels: ReductionKernels, body: ReductionBody) -> tuple[Pair, ...]
     for by_pair in by_variant.values():
         for pair, line in by_pair.items():
             ordered[pair] = min(line, ordered.get(pair, line))
-    return tuple(p for p, _ in sorted(ordered.items(), key=lambda item: item[1]) if p[0] not in body.exclude_inputs)
+    return tuple(p for p, _ in sorted(ordered.items(), key=lambda item: item[1])
+                 if p[0] not in body.exclude_inputs and p not in body.exclude_pairs
+                 and (not body.inputs or p[0] in body.inputs))
 
 
 _LOAD_CALL = re.compile(r"\bOP\s*::\s*load\s*\(")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.reduction import REDUCTION_FAMILY, ReductionBody, catalog_body, load_takes_parameter
+from mpsgen.facts.reduction import REDUCTION_FAMILY, ReductionBody, catalog_body, load_mode_problem, load_takes_parameter
 from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
 from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
@@ -186,6 +186,10 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 hint="mpsgen registers a reduction in the checkout's kernels/ReduceOps.metal and calls the launcher of "
                      "operations/ReduceOps.mm; check the checkout",
             )
+        body = catalog_body(op)
+        if body is not None and body.load_modes:
+            # the orders the base op's load modes serve: the scalar picks a kernel on the host
+            return load_mode_problem(views.ws.read(kernel_rel), kernel_rel, body)
         if stub.scalar_count and views.ws.exists(kernel_rel) and not load_takes_parameter(views.ws.read(kernel_rel)):
             return MpsgenError(
                 f"{op} is a reduction whose stub {stub.name} passes a Scalar ({stub.signature}), but the "
@@ -194,7 +198,7 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 location=stub.type_location or stub.location,
                 hint="this op needs a hand-written kernel taking the scalar (as the file's `norm` kernel does)",
             )
-        if catalog_body(op) is None:
+        if body is None:
             return MpsgenError(
                 f"{op} is a reduction ({stub.name}) with no functor in mpsgen's reduction catalog",
                 location=stub.location,
