@@ -96,6 +96,44 @@ def reduction_kernels(path: str, host_names: tuple[str, ...], lines: tuple[int, 
 
 
 @dataclass(frozen=True)
+class OrderRoutes:
+    """How a host function taking an order routes it (a load-mode reduction's): `if (p == 2.0) {
+    launcher(iter, "powsum_l2_"); ...}` per served order, then the code every other order runs, its
+    prefix, and whether that code raises |x| to the order elementwise first (`.abs().pow(`)."""
+
+    routes: tuple[tuple[float, str], ...]  # (order, prefix without its underscore)
+    fallthrough: str  # the prefix the other orders' launch passes ("" when none)
+    elementwise: bool
+    in_output_type: bool = False  # |x| is converted to the output's type before the power (`.to(out.scalar_type())`)
+
+    def route(self, order: float) -> str | None:
+        """The prefix a served order goes to, None for the fall-through path."""
+        return next((prefix for value, prefix in self.routes if value == order), None)
+
+
+_ORDER_BRANCH = re.compile(r"\bif\s*\(\s*\w+\s*==\s*([-+]?\d+(?:\.\d*)?)\s*\)\s*\{([^{}]*)\}")
+
+
+def order_routes(body: str) -> OrderRoutes | None:
+    """The order routing of a function body (the text between its braces), None when it has none."""
+    masked = mask_code(body)
+    routes: list[tuple[float, str]] = []
+    end = 0
+    for m in _ORDER_BRANCH.finditer(masked):
+        literals = _PREFIX_LITERAL.findall(body[m.start(2):m.end(2)])
+        if literals and re.search(r"\breturn\b", masked[m.start(2):m.end(2)]):
+            routes.append((float(m.group(1)), literals[0][:-1]))
+            end = m.end()
+    if not routes:
+        return None
+    rest_code = masked[end:]
+    rest = _PREFIX_LITERAL.findall(body[end:])
+    elementwise = bool(re.search(r"\.\s*abs\s*\(\s*\)", rest_code) and re.search(r"\.\s*pow\s*\(", rest_code))
+    converted = bool(re.search(r"\.\s*abs\s*\(\s*\)\s*\.\s*to\s*\(\s*\w+\s*\.\s*scalar_type\s*\(\s*\)\s*\)", rest_code))
+    return OrderRoutes(tuple(routes), rest[-1][:-1] if rest else "", elementwise, converted)
+
+
+@dataclass(frozen=True)
 class ReductionHost:
     """A host file's reduction launcher: the variant suffixes it composes names with (enum case ->
     suffix), the function holding that switch, and the file's call graph."""
@@ -107,6 +145,7 @@ class ReductionHost:
     calls: dict[str, frozenset[str]] = field(default_factory=dict)  # function -> functions of this file it names
     literals: dict[str, tuple[str, ...]] = field(default_factory=dict)  # function -> prefix literals in its body
     cases: dict[str, frozenset[str]] = field(default_factory=dict)  # function -> the enum's cases it names
+    orders: dict[str, OrderRoutes] = field(default_factory=dict)  # function -> its order routing, if any
 
     @property
     def variants(self) -> frozenset[str]:
@@ -146,6 +185,7 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
     names = {d.name for d in definitions}
     calls: dict[str, set[str]] = {}
     literals: dict[str, list[str]] = {}
+    orders: dict[str, OrderRoutes] = {}
     suffixes: dict[str, str] = {}
     suffix_function = ""
     suffix_location = None
@@ -157,6 +197,9 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
         calls.setdefault(d.name, set()).update(called)
         literals.setdefault(d.name, []).extend(_PREFIX_LITERAL.findall(text[d.code_start:d.code_end]))
         body = text[d.code_start:d.code_end]
+        routing = order_routes(body)
+        if routing is not None:
+            orders[d.name] = routing
         found = list(_CASE_RETURN.finditer(body))
         cases = {m.group(2): m.group(3) for m in found}
         # the launcher's suffix switch: returns "" for one case and "_x" literals for the others
@@ -171,4 +214,4 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
         named = {d.name: frozenset(pattern.findall(masked[d.code_start:d.code_end])) for d in definitions}
     return ReductionHost(path, suffixes, suffix_function, suffix_location,
                          {k: frozenset(v) for k, v in calls.items()},
-                         {k: tuple(v) for k, v in literals.items()}, named)
+                         {k: tuple(v) for k, v in literals.items()}, named, orders)
