@@ -29,7 +29,8 @@ from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
 from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.reduction import (base_launcher_call, launcher_call, load_mode_problem, op_pairs, reduction_host_of,
+from mpsgen.facts.reduction import (base_launcher_call, launcher_call, load_mode_problem, op_pairs, plan_orders,
+                                    reduction_host_of,
                                     reduction_kernels_of, registration_macro)
 from mpsgen.facts.resolve import OpSpec, Options
 from mpsgen.facts.rules import choose_groups, refuse_uncalled_groups
@@ -126,8 +127,12 @@ def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) ->
         if problem is not None:
             raise problem
         call = base_launcher_call(views, host, spec.host_file, body.pairs_like)
-        choice = ReductionChoice(body, "", macro, register_macro, pairs, call.launcher, call.location, call.rest)
-        return KernelChoice("catalog", "", (), registered, reduction=choice)
+        orders = plan_orders(views, spec.kernel_file, body, pairs, kernels)
+        instances = tuple((o.prefix, f"{body.struct}<TO, {o.order.mode}>") for o in orders if o.register)
+        choice = ReductionChoice(body, "", macro, register_macro, pairs, call.launcher, call.location, call.rest,
+                                 instances, orders)
+        notes = tuple(Note("info", o.why, o.location) for o in orders if o.why)
+        return KernelChoice("catalog", "", (), registered, reduction=choice, notes=notes)
     launcher, where = launcher_call(views, host, spec.host_file)
     text = templates.render("reduction_op.metal.j2", struct=body.struct, identity=body.identity, combine=body.combine,
                             simd=body.simd, threadgroup=body.threadgroup)
@@ -149,8 +154,9 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
 
     spec, kernel = c.spec, c.kernel
     if kernel.reduction is not None:
-        yield plan_reduction_kernel(c.read(spec.kernel_file), spec.kernel_file, kernel.reduction,
-                                    reduction_kernels_of(c.views, spec.kernel_file))
+        change = plan_reduction_kernel(c.read(spec.kernel_file), spec.kernel_file, kernel.reduction,
+                                       reduction_kernels_of(c.views, spec.kernel_file))
+        yield replace(change, notes=change.notes + kernel.notes)
         return
     if kernel.params is not None:
 
@@ -184,7 +190,8 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
         if body.load_modes:
             function_text = c.templates.render(
                 "reduction_orders_host.mm.j2", function=function, iterator_type=spec.iterator_type, op=spec.op,
-                struct=body.struct, base=body.pairs_like, orders=body.orders, launcher=kernel.reduction.launcher,
+                struct=body.struct, base=body.pairs_like, orders=[o for o in kernel.reduction.orders if o.prefix],
+                launcher=kernel.reduction.launcher,
                 rest=kernel.reduction.rest)
         yield plan_reduction_host(text, spec.host_file, stub=spec.stub.name, function=function,
                                   iterator_type=spec.iterator_type, choice=kernel.reduction,

@@ -32,14 +32,22 @@ class ReductionChoice:
     launcher: str  # the host function the op's kernel function calls with its prefix
     launcher_location: Location  # the function calling the launcher so, to place the op's after
     rest: str = ""  # what the calls pass after the prefix (`, std::nullopt`), as the base op's call does
+    instances: tuple[tuple[str, str], ...] = ()  # (prefix, op type) registered; empty: the body's own
+    orders: tuple = ()  # a load-mode reduction's PlannedOrders
 
     @property
     def prefix(self) -> str:
         return self.body.prefixes()[0]
 
+    def registered(self) -> tuple[tuple[str, str], ...]:
+        """(prefix, op type) of each registration the op adds."""
+        if self.body.load_modes:
+            return self.instances
+        return self.body.instances()
+
     def define(self) -> str:
         """`#define REGISTER_<OP>(TI, TO) ...`: one registration-macro call per (prefix, op type)."""
-        calls = [f'{self.macro.name}("{prefix}", TI, TO, {op_type})' for prefix, op_type in self.body.instances()]
+        calls = [f'{self.macro.name}("{prefix}", TI, TO, {op_type})' for prefix, op_type in self.registered()]
         if len(calls) == 1:
             return f"#define {self.register_macro}(TI, TO) {calls[0]}"
         return f"#define {self.register_macro}(TI, TO) \\\n  " + "; \\\n  ".join(calls)
@@ -64,7 +72,7 @@ def plan_reduction_kernel(text: str, path: str, choice: ReductionChoice, kernels
         anchor = index.end_of(index.line_of(close))
         spans.append((anchor, anchor, newline + choice.struct_text.replace("\n", newline)))
         changes.append(Change("functor", Location(path, index.line_of(close) + 2), f"struct {choice.body.struct}"))
-    prefixes = [prefix[:-1] for prefix in choice.body.prefixes()]
+    prefixes = [prefix[:-1] for prefix, _ in choice.registered()]
     todo = [pair for pair in choice.pairs if any(pair not in kernels.pairs(prefix) for prefix in prefixes)]
     if todo:
         define = choice.define().replace("\n", newline)

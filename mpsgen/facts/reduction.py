@@ -26,7 +26,8 @@ from mpsgen.facts.views import METAL_TO_TORCH, OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
 from mpsgen.read.cpp import mask_code, match_brace
-from mpsgen.read.reduction import Pair, ReductionHost, ReductionKernels, read_reduction_host, reduction_kernels
+from mpsgen.read.reduction import (Instantiation, Pair, ReductionHost, ReductionKernels, parse_reduction_name,
+                                   read_reduction_host, reduction_instantiations, reduction_kernels)
 
 # The reduction family: the stub header -> its kernel and host files.
 REDUCTION_FAMILY = {"ReduceOps.h": ("ReduceOps.metal", "ReduceOps.mm")}
@@ -357,6 +358,72 @@ def _comments_blanked(code: str, masked: str) -> str:
             out.append(code[i])
             i += 1
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class PlannedOrder:
+    """Where a load-mode reduction's served order goes: registered under its own prefix, routed to
+    another op's kernels that are already the same instantiations, or (`prefix` "") the general
+    path, with the reason."""
+
+    order: LoadOrder
+    prefix: str  # the prefix the host function passes ("": the general path)
+    register: bool
+    why: str = ""
+    location: Location | None = None
+
+    @property
+    def literal(self) -> str:
+        return self.order.literal
+
+
+def reduction_instantiations_of(views: Views, rel: str) -> tuple[Instantiation, ...]:
+    return views.view("reduction-instantiations", rel, lambda text: reduction_instantiations(text, rel))
+
+
+def plan_orders(views: Views, kernel_file: str, body: ReductionBody, pairs: tuple[Pair, ...],
+                kernels: ReductionKernels) -> tuple[PlannedOrder, ...]:
+    """Each served order's kernels, as the compiler would see them: the base op's instantiations for
+    the pairs with the order's op type (`SumOp<TO, LOAD_ABS>`). A second explicit instantiation of
+    the same kernel does not compile, whatever its host name, so an order some of whose kernels the
+    file already instantiates under another prefix is routed to that prefix when it has every
+    variant for every pair, else it goes the general path (said in a note)."""
+    existing = reduction_instantiations_of(views, kernel_file)
+    base = f"{body.pairs_like}_"
+    by_key: dict[tuple, list[Instantiation]] = {}
+    for inst in existing:
+        by_key.setdefault(inst.key, []).append(inst)
+    planned = []
+    for order in body.orders:
+        ours = set()
+        for inst in existing:
+            parsed = parse_reduction_name(inst.name)
+            if parsed is None or f"{parsed.op}_" != base or (parsed.input, parsed.output) not in pairs or not inst.args:
+                continue
+            ours.add((inst.function, (f"{body.struct}<{parsed.output}, {order.mode}>", *inst.args[1:])))
+        taken = [other for key in sorted(ours) for other in by_key.get(key, ())
+                 if not other.name.startswith(order.prefix)]
+        if not taken:
+            planned.append(PlannedOrder(order, order.prefix, True))
+            continue
+        owners = {parsed.op for other in taken if (parsed := parse_reduction_name(other.name)) is not None}
+        first = min(taken, key=lambda inst: inst.line)
+        where = Location(kernel_file, first.line or 1)
+        op_type = f"{body.struct}<TO, {order.mode}>"
+        if len(owners) == 1:
+            owner = next(iter(owners))
+            need = kernels.variants(body.pairs_like)
+            if all(pair in kernels.ops.get(owner, {}).get(v, {}) for v in need for pair in pairs):
+                planned.append(PlannedOrder(order, f"{owner}_", False,
+                                            f"ord {order.ord:g} reuses the {owner}_reduction* kernels: they are "
+                                            f"the {op_type} instantiations it needs", where))
+                continue
+        planned.append(PlannedOrder(order, "", False,
+                                    f"ord {order.ord:g} takes the general path: {first.name} already instantiates "
+                                    f"{first.function}<{', '.join(first.args)}>, so registering {op_type} again would "
+                                    "be a duplicate explicit instantiation, and the existing ones do not cover every "
+                                    "routing variant and pair", where))
+    return tuple(planned)
 
 
 def op_pairs(kernels: ReductionKernels, body: ReductionBody) -> tuple[Pair, ...]:

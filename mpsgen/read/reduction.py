@@ -215,3 +215,120 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
     return ReductionHost(path, suffixes, suffix_function, suffix_location,
                          {k: frozenset(v) for k, v in calls.items()},
                          {k: tuple(v) for k, v in literals.items()}, named, orders)
+
+
+@dataclass(frozen=True)
+class Instantiation:
+    """One explicit kernel instantiation as the compiler sees it: its host name, the kernel
+    template and its template arguments (`reduction_innermost`, `("SumOp<float, LOAD_ABS>",
+    "float", "float")`), and the kernel-file line that writes it."""
+
+    name: str
+    function: str
+    args: tuple[str, ...]
+    line: int
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        """What the compiler instantiates: two instantiations with the same key are a duplicate
+        explicit instantiation (an error), whatever their host names."""
+        return (self.function, self.args)
+
+
+_DIRECTIVE_START = re.compile(r"^[ \t]*#")
+_TOP_CALL = re.compile(r"^[A-Z_][A-Z0-9_]*\s*\(")
+_HOST_NAME = re.compile(r"host_name\s*\(\s*((?:\"[^\"\n]*\"\s*)+)\)")
+_DECLTYPE = re.compile(r"\bdecltype\s*\(\s*(\w+)\s*<")
+
+
+def reduction_instantiations(text: str, path: str) -> tuple[Instantiation, ...]:
+    """Every `[[host_name(...)]] ... decltype(kernel<ARGS>)` instantiation the file's own macros
+    expand to, with full template arguments (`mpsgen.read.metalread` keeps host names only): the
+    file's directives and its top-level macro calls, other lines blanked, through pcpp."""
+    from pcpp.preprocessor import Action, OutputDirective, Preprocessor
+
+    masked = mask_code(text)
+    lines, masked_lines = text.split("\n"), masked.split("\n")
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        code = masked_lines[i]
+        if _DIRECTIVE_START.match(code):
+            kept.append(lines[i])
+            while masked_lines[i].rstrip().endswith("\\") and i + 1 < len(lines):
+                i += 1
+                kept.append(lines[i])
+        elif _TOP_CALL.match(code):
+            kept.append(lines[i])
+        else:
+            kept.append("")
+        i += 1
+
+    class _Pp(Preprocessor):
+        def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
+            raise OutputDirective(Action.IgnoreAndRemove)
+
+        def on_file_open(self, is_system_include, includepath):
+            raise OSError(includepath)  # the file's own macros are what name its kernels
+
+        def on_error(self, file, line, msg):
+            pass
+
+    pp = _Pp()
+    pp.line_directive = "#line"
+    pp.compress = 0
+    pp.define("__METAL__ 1")
+    pp.define("__METAL_VERSION__ 310")
+    pp.parse("\n".join(kept), path)
+    import io
+
+    out = io.StringIO()
+    pp.write(out)
+    expanded = out.getvalue()
+    # the kernel-file line of each output line
+    origin: list[int] = []
+    current = 0
+    for line in expanded.split("\n"):
+        m = re.match(r"\s*#line\s+(\d+)", line)
+        if m:
+            current = int(m.group(1))
+            origin.append(0)
+            continue
+        origin.append(current)
+        current += 1
+    starts = [0]
+    for line in expanded.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    import bisect
+
+    found: list[Instantiation] = []
+    for m in _HOST_NAME.finditer(expanded):
+        name = "".join(re.findall(r"\"([^\"]*)\"", m.group(1)))
+        d = _DECLTYPE.search(expanded, m.end(), m.end() + 400)
+        if d is None:
+            continue
+        open_at = d.end() - 1
+        depth, j = 0, open_at
+        while j < len(expanded):
+            depth += {"<": 1, ">": -1}.get(expanded[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        args = tuple(" ".join(a.split()) for a in _split_args(expanded[open_at + 1:j]))
+        line = origin[bisect.bisect_right(starts, m.start()) - 1]
+        found.append(Instantiation(name, d.group(1), args, line))
+    return tuple(found)
+
+
+def _split_args(text: str) -> list[str]:
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "<([":
+            depth += 1
+        elif c in ">)]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return out

@@ -80,7 +80,9 @@ CASES = (
 def op_structs(checkout: Checkout, reduction: ReductionFacts, compiler: Compiler) -> list[OpStruct]:
     """Each (prefix, input, output) the kernel file instantiates for the op's prefixes, with the op
     struct type of its generic (first) kernel, from the host compiler's preprocessing of the file."""
-    source = bundle(checkout, reduction.kernel_file)
+    # the prelude first, as the driver program has it: the c10/metal headers take their Metal branch
+    # (`__METAL__`), not the host one that includes c10/util headers a wheel's checkout lacks
+    source = "#include <metal_stdlib>\n" + bundle(checkout, reduction.kernel_file)
     with tempfile.TemporaryDirectory(prefix="mpsgen-try-") as tmp:
         path = Path(tmp) / "reduce.metal"
         path.write_text(source, encoding="utf-8")
