@@ -154,9 +154,11 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
 
     spec, kernel = c.spec, c.kernel
     if kernel.reduction is not None:
-        change = plan_reduction_kernel(c.read(spec.kernel_file), spec.kernel_file, kernel.reduction,
-                                       reduction_kernels_of(c.views, spec.kernel_file))
-        yield replace(change, notes=change.notes + kernel.notes)
+        text = c.read(spec.kernel_file)
+        # the choice's notes stand at lines of the file as it was: given first, the edit moves them
+        yield FileChange(spec.kernel_file, text, notes=kernel.notes)
+        yield plan_reduction_kernel(text, spec.kernel_file, kernel.reduction,
+                                    reduction_kernels_of(c.views, spec.kernel_file))
         return
     if kernel.params is not None:
 
