@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.edit.dispatch import plan_dispatch
 from mpsgen.edit.expectations import plan_expectations, test_names
-from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor, shared_helpers
+from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor, shared_helpers, validate_flag
 from mpsgen.edit.host import function_suffix, plan_host
 from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
 from mpsgen.edit.legacy import plan_legacy
@@ -134,10 +134,17 @@ def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) ->
         notes = tuple(Note("info", o.why, o.location) for o in orders if o.why)
         return KernelChoice("catalog", "", (), registered, reduction=choice, notes=notes)
     launcher, where = launcher_call(views, host, spec.host_file)
-    text = templates.render("reduction_op.metal.j2", struct=body.struct, identity=body.identity, combine=body.combine,
-                            simd=body.simd, threadgroup=body.threadgroup)
+    if body.source == "flags":
+        for flag, expr, names in (("--identity", body.identity, ("acc_t",)), ("--combine", body.combine, ("a", "b")),
+                                  ("--finalize", body.finalize, ("v",))):
+            validate_flag(flag, expr, names)
+        text = templates.render("reduction_op_flags.metal.j2", struct=body.struct, acc=body.acc,
+                                identity=body.identity, combine=body.combine, finalize=body.finalize)
+    else:
+        text = templates.render("reduction_op.metal.j2", struct=body.struct, identity=body.identity,
+                                combine=body.combine, simd=body.simd, threadgroup=body.threadgroup)
     choice = ReductionChoice(body, text, macro, register_macro, pairs, launcher, where)
-    return KernelChoice("catalog", text, (), registered, reduction=choice)
+    return KernelChoice(body.source, text, (), registered, reduction=choice)
 
 
 # ------------------------------------------------------------------------------------------ steps

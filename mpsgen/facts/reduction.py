@@ -218,6 +218,36 @@ def catalog_body(op: str) -> ReductionBody | None:
                          entry["pairs_like"], tuple(entry.get("exclude_inputs", ())))
 
 
+# the accumulator types a flag-built op struct may name: its simdgroup combine shuffles 32-bit (or
+# narrower) values, as Metal's simd_shuffle_down takes them
+FLAG_ACC_TYPES = ("opmath_t<TO>", "TO", "float", "half", "bfloat", "int", "uint", "short", "ushort", "char", "uchar")
+# the inputs a flag-built op struct registers (the sum op's pairs with these inputs): their
+# accumulator, opmath_t<TO>, is float
+FLAG_INPUTS = ("float", "half", "bfloat")
+
+
+def flags_body(op: str, functor: str, identity: str | None, combine: str | None, finalize: str | None,
+               acc: str | None) -> ReductionBody:
+    """The op struct of a reduction the catalog lacks, from the user's flags: `--identity` (an
+    expression of `acc_t`), `--combine` (of the accumulators `a`, `b`), `--finalize` (of the
+    accumulator `v`, cast to the output type; default `v`) and `--acc` (the accumulator type;
+    default `opmath_t<TO>`). Its collectives are generic (a simdgroup shuffle loop, then the
+    simdgroups' partials through threadgroup memory), so any associative, commutative combine works."""
+    if identity is None or combine is None:
+        given = [f for f, v in (("--identity", identity), ("--combine", combine), ("--finalize", finalize),
+                                ("--acc", acc)) if v is not None]
+        lacking = "--identity" if identity is None else "--combine"
+        raise MpsgenError(f"{', '.join(given)} given without {lacking}: a reduction's op struct needs an identity and a "
+                          "combine", hint=f"add {lacking} EXPR")
+    acc_type = " ".join((acc or "opmath_t<TO>").split())
+    if acc_type not in FLAG_ACC_TYPES:
+        raise MpsgenError(f"--acc {acc_type}: the op struct's simdgroup combine shuffles 32-bit or narrower values",
+                          hint=f"use one of {', '.join(FLAG_ACC_TYPES)}")
+    struct = "".join(part.capitalize() for part in functor.split("_") if part) + "Op"
+    return ReductionBody(op, struct, identity, combine, "", "", "sum", (), inputs=FLAG_INPUTS,
+                         finalize=finalize or "v", acc=acc_type, source="flags")
+
+
 _ENUM = re.compile(r"\benum\s+(?:class\s+)?(\w+)\s*(?::\s*\w+\s*)?\{")
 
 
