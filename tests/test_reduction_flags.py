@@ -6,14 +6,12 @@ are one-line errors (exit 2, JSON under --json) with nothing written."""
 
 from __future__ import annotations
 
-import difflib
 import json
-import os
 
 import pytest
 
-from reduction_support import REDUCE_METAL, REDUCE_MM, YAML, reduction_checkout
-from support import assert_golden, changed_files, run_cli, snapshot
+from reduction_support import REDUCE_METAL, REDUCE_MM, YAML, assert_edit_goldens, reduction_checkout
+from support import changed_files, run_cli, snapshot
 
 FLAGS = ["--identity", "-INFINITY", "--combine", "::metal::max(a, b)", "--finalize", "v * 2"]
 
@@ -27,10 +25,7 @@ def test_new_op_from_flags(tmp_path):
     assert result.exit_code == 0, result.output
     after = snapshot(root)
     assert changed_files(before, after) == {YAML, REDUCE_METAL, REDUCE_MM}
-    for rel in (YAML, REDUCE_METAL, REDUCE_MM):
-        diff = "".join(difflib.unified_diff(before[rel].decode().splitlines(True), after[rel].decode().splitlines(True),
-                                            f"a/{rel}", f"b/{rel}"))
-        assert_golden(diff, f"reduction/new_op_flags_{os.path.basename(rel)}.diff")
+    assert_edit_goldens(before, after, (YAML, REDUCE_METAL, REDUCE_MM), "new_op_flags_")
     verify = run_cli(["-C", str(root), "verify", "fixture_max_reduce", "--static-only", "--json"])
     assert verify.exit_code == 0, verify.output
     checks = {c["check"]: c["status"] for c in json.loads(verify.stdout)["stages"][0]["checks"]}

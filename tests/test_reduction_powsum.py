@@ -7,9 +7,7 @@ file lacks a mode; an order whose kernels the file already instantiates is never
 
 from __future__ import annotations
 
-import difflib
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -17,8 +15,8 @@ import pytest
 
 from mpsgen.read.metalread import read_kernel
 from mpsgen.read.reduction import order_routes, reduction_instantiations
-from reduction_support import REDUCE_METAL, REDUCE_MM, YAML, reduction_checkout
-from support import assert_golden, changed_files, pytorch_clang_format, run_cli, snapshot
+from reduction_support import REDUCE_METAL, REDUCE_MM, YAML, assert_edit_goldens, header_reader, reduction_checkout
+from support import changed_files, pytorch_clang_format, run_cli, snapshot
 
 VARIANTS = ("", "_flat", "_flat_strided", "_outer", "_outer_small_dim", "_narrow", "_innermost", "_innermost_chunk")
 # sum's pairs with a floating input and an output no narrower than it
@@ -31,14 +29,6 @@ def edit(root: Path, rel: str, old: str, new: str) -> None:
     (root / rel).write_text(text.replace(old, new), encoding="utf-8")
 
 
-def header_reader(root: Path):
-    def read(rel):
-        path = root / rel if (root / rel).exists() else root / "aten/src" / rel
-        return path.read_text() if path.exists() else None
-
-    return read
-
-
 def test_new_op_powsum(tmp_path):
     root = reduction_checkout(tmp_path)
     before = snapshot(root)
@@ -47,10 +37,7 @@ def test_new_op_powsum(tmp_path):
     after = snapshot(root)
     # no test list names linalg__powsum (neither does 2.15's common_mps.py): nothing else changes
     assert changed_files(before, after) == {YAML, REDUCE_METAL, REDUCE_MM}
-    for rel in (YAML, REDUCE_METAL, REDUCE_MM):
-        diff = "".join(difflib.unified_diff(before[rel].decode().splitlines(True), after[rel].decode().splitlines(True),
-                                            f"a/{rel}", f"b/{rel}"))
-        assert_golden(diff, f"reduction/new_op_powsum_{os.path.basename(rel)}.diff")
+    assert_edit_goldens(before, after, (YAML, REDUCE_METAL, REDUCE_MM), "new_op_powsum_")
 
     reading = read_kernel((root / REDUCE_METAL).read_text(), REDUCE_METAL, header_reader(root), every_kernel=True)
     powsum = {name for name in reading.host_names if name.startswith("powsum_")}

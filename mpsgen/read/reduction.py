@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from mpsgen.model import Location
-from mpsgen.read.cpp import find_definitions, mask_code
+from mpsgen.read.cpp import find_definitions, mask_code, split_top_level
 # a Metal scalar or vector type as a kernel name spells it (float3: the Welford partials)
 from mpsgen.read.metalread import METAL_TYPE
 
@@ -314,21 +314,8 @@ def reduction_instantiations(text: str, path: str) -> tuple[Instantiation, ...]:
             if depth == 0:
                 break
             j += 1
-        args = tuple(" ".join(a.split()) for a in _split_args(expanded[open_at + 1:j]))
+        args = tuple(" ".join(a.split()) for a in split_top_level(expanded[open_at + 1:j], "<([", ">)]"))
         line = origin[bisect.bisect_right(starts, m.start()) - 1]
         found.append(Instantiation(name, d.group(1), args, line))
     return tuple(found)
 
-
-def _split_args(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "<([":
-            depth += 1
-        elif c in ">)]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return out

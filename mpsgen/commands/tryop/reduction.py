@@ -133,9 +133,8 @@ def _bits(metal_type: str, v) -> str:
     return f"{int(v) & 0xFFFFFFFF}u"
 
 
-def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: int, location: Location):
-    """(results, compiler detail, not_run notes, reference label, source): one DtypeResult per
-    (pair, case)."""
+def _prerequisites(op: str, location: Location):
+    """(host compiler, torch, torch's op: `torch.<op>`, else `torch.ops.aten.<op>`), or why not."""
     compiler, why = find_compiler()
     if compiler is None:
         raise MpsgenError(f"cannot run {op}'s op struct on the host: {why}", hint="install g++ or clang++")
@@ -143,9 +142,16 @@ def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: 
     if why_torch:
         raise MpsgenError(f"nothing to compare {op} with: {why_torch}", hint="install torch (pip install torch==2.13.0)")
     torch = import_torch()
-    function = getattr(torch, op, None)
+    function = getattr(torch, op, None) or getattr(torch.ops.aten, op, None)
     if function is None:
         raise MpsgenError(f"torch has no {op} to compare with", location=location)
+    return compiler, torch, function
+
+
+def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: int, location: Location):
+    """(results, compiler detail, not_run notes, reference label, source): one DtypeResult per
+    (pair, case)."""
+    compiler, torch, function = _prerequisites(op, location)
     structs = op_structs(checkout, reduction, compiler)
     if not structs:
         raise MpsgenError(f"no {'/'.join(p + '_reduction*' for p in reduction.prefixes)} instantiation found in "
@@ -204,16 +210,7 @@ def try_reduction_orders(checkout: Checkout, op: str, reduction: ReductionFacts,
     `ORDERS` and each pair the served orders' kernels register, the op struct the host function's
     branch names, on the input as it is (a served order) or on |x|^ord (the fall-through path, when
     it raises |x| to the order elementwise), against torch's CPU op with that order."""
-    compiler, why = find_compiler()
-    if compiler is None:
-        raise MpsgenError(f"cannot run {op}'s op structs on the host: {why}", hint="install g++ or clang++")
-    why_torch = torch_unavailable()
-    if why_torch:
-        raise MpsgenError(f"nothing to compare {op} with: {why_torch}", hint="install torch (pip install torch==2.13.0)")
-    torch = import_torch()
-    function = getattr(torch, op, None) or getattr(torch.ops.aten, op, None)
-    if function is None:
-        raise MpsgenError(f"torch has no {op} to compare with", location=location)
+    compiler, torch, function = _prerequisites(op, location)
     if routing.fallthrough and not routing.elementwise:
         raise MpsgenError(f"{reduction.function}'s other orders launch {routing.fallthrough}_reduction* kernels "
                           "without raising |x| to the order first: try does not model that path", location=location,
