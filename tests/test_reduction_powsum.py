@@ -212,3 +212,23 @@ def test_try_catches_swapped_load_modes(powsum, tmp_path):
     assert code == 1
     failed = {r["scalars"].split(" ", 1)[0] for r in doc["dtypes"] if r["status"] == "failed"}
     assert failed == {"ord=1", "ord=2"}
+
+
+def test_verify_fails_a_duplicate_explicit_instantiation(powsum, tmp_path):
+    """What mpsgen never writes, verify finds: a second host name for a kernel the file already
+    instantiates (here norm_l1's innermost kernel, added after powsum_l1's)."""
+    import shutil
+
+    root = tmp_path / "dup"
+    shutil.copytree(powsum, root)
+    edit(root, REDUCE_METAL, "REGISTER_POWSUM(bfloat, float);\n", "REGISTER_POWSUM(bfloat, float);\n" + NORM_L1_INNERMOST)
+    result = run_cli(["-C", str(root), "verify", "linalg__powsum", "--static-only", "--json"])
+    assert result.exit_code == 1
+    (check,) = [c for c in json.loads(result.stdout)["stages"][0]["checks"] if c["check"] == "reduce-variants"]
+    (finding,) = check["findings"]
+    lines = (root / REDUCE_METAL).read_text().splitlines()
+    assert lines[finding["line"] - 1] == "REGISTER_POWSUM(float, float);"
+    assert finding["message"] == (
+        "powsum_l1_reduction_innermost_float_float instantiates reduction_innermost<SumOp<float, LOAD_ABS>, float, "
+        f"float>, which norm_l1_reduction_innermost_float_float (line {lines.index('REGISTER_NORM_L1_INNERMOST(float, float);') + 1}) "
+        "already instantiates: a duplicate explicit instantiation does not compile")
