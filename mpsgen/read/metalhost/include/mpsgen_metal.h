@@ -126,7 +126,8 @@ template <typename T> struct vstore<T, 2> {
   constexpr T& at(int i) { return i == 0 ? x : y; }
   constexpr const T& at(int i) const { return i == 0 ? x : y; }
 };
-template <typename T> struct vstore<T, 3> {
+// a 3-component vector has the size and alignment of a 4-component one, as in Metal
+template <typename T> struct alignas(4 * sizeof(T)) vstore<T, 3> {
   T x, y, z;
   constexpr T& at(int i) { return i == 0 ? x : i == 1 ? y : z; }
   constexpr const T& at(int i) const { return i == 0 ? x : i == 1 ? y : z; }
@@ -382,6 +383,9 @@ constexpr U as_type(const T v) {
 }
 
 namespace metal {
+
+// the vector template as Metal names it (`metal::vec<T, 3>`: 2.15's c10/metal/common.h spells it so)
+using ::vec;
 
 // ---- type traits ----------------------------------------------------------------------------------
 using std::conditional;
