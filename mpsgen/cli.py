@@ -171,6 +171,14 @@ def _kernel_options(func):
     options = [
         click.option("--expr", default=None, metavar="EXPR",
                      help="Functor body as one Metal expression over x (unary); a, b (binary); a, b, c (ternary); alpha when the stub takes a Scalar; the schema's parameter names (beta, threshold, ...) when it takes several."),
+        click.option("--identity", default=None, metavar="EXPR",
+                     help="(A reduction the catalog lacks) the op struct's identity: one Metal expression, in acc_t."),
+        click.option("--combine", default=None, metavar="EXPR",
+                     help="(A reduction) how two accumulators a and b combine: one associative, commutative Metal expression."),
+        click.option("--finalize", default=None, metavar="EXPR",
+                     help="(A reduction) what the accumulator v becomes before the cast to the output type (default: v)."),
+        click.option("--acc", default=None, metavar="TYPE",
+                     help="(A reduction) the accumulator type (default: opmath_t<TO>; 32-bit or narrower)."),
         click.option("--dtypes", default=None, metavar="GROUPS",
                      help="Comma-separated dtype groups to register: float, int2float, integer, complex, bool. Default: the catalog's, else float."),
         click.option("--stub", default=None, metavar="NAME", help="Dispatch stub to register (default: resolved from the op's name)."),
@@ -191,11 +199,17 @@ def _kernel_options(func):
     return func
 
 
-def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined=False, legacy_files=()):
+def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined=False, legacy_files=(),
+             reduction=(None, None, None, None)):
     from mpsgen.dtypes import parse_groups
     from mpsgen.facts.resolve import Options
 
+    identity, combine, finalize, acc = reduction
     return Options(
+        identity=identity,
+        combine=combine,
+        finalize=finalize,
+        acc=acc,
         expr=expr,
         dtypes=parse_groups(dtypes) if dtypes is not None else None,
         stub=stub,
@@ -215,8 +229,8 @@ def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefin
 @click.argument("op", shell_complete=_complete_ops)
 @_kernel_options
 @click.pass_obj
-def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json, fmt,
-           require_clean):
+def new_op(state, op, expr, identity, combine, finalize, acc, dtypes, stub, overloads, kernel_file, host_file,
+           drop_undefined, dry_run, as_json, fmt, require_clean):
     """Give OP (CPU/CUDA kernels through a shared stub) a native Metal MPS kernel."""
 
     def run():
@@ -225,7 +239,8 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
         _one_format(as_json, fmt)
         checkout = state.checkout()
         with _writing(checkout, dry_run):
-            plan = plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined))
+            plan = plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined,
+                                                      reduction=(identity, combine, finalize, acc)))
             return _finish(plan, "new-op", dry_run, as_json, fmt, require_clean)
 
     sys.exit(run_guarded(state, run, as_json))
@@ -241,23 +256,25 @@ def new_op(state, op, expr, dtypes, stub, overloads, kernel_file, host_file, dro
 @click.option("--legacy-file", "legacy_files", multiple=True, metavar="PATH",
               help="A file defining the legacy MPS kernels, besides mps/operations/*.mm (relative to the checkout, or absolute inside it). Repeatable.")
 @click.pass_obj
-def migrate(state, ops, expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined, dry_run, as_json, fmt,
-            require_clean, legacy_files):
+def migrate(state, ops, expr, identity, combine, finalize, acc, dtypes, stub, overloads, kernel_file, host_file,
+            drop_undefined, dry_run, as_json, fmt, require_clean, legacy_files):
     """Move OPS from MPSGraph onto native Metal kernels (several ops: one transaction)."""
 
     def run():
         from mpsgen.commands.migrate import plan_migrate
 
-        if len(ops) > 1 and (expr or stub or kernel_file or host_file):
+        if len(ops) > 1 and (expr or stub or kernel_file or host_file or identity or combine or finalize or acc):
             from mpsgen.errors import MpsgenError
 
-            raise MpsgenError("--expr, --stub, --kernel-file and --host-file apply to one op", hint="migrate such ops one at a time")
+            raise MpsgenError("--expr, --identity, --combine, --finalize, --acc, --stub, --kernel-file and --host-file "
+                              "apply to one op", hint="migrate such ops one at a time")
         _one_format(as_json, fmt)
         checkout = state.checkout()
         with _writing(checkout, dry_run):
             legacy = _legacy_files(checkout, legacy_files)
             plan = plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file,
-                                                               drop_undefined, legacy))
+                                                               drop_undefined, legacy,
+                                                               (identity, combine, finalize, acc)))
             return _finish(plan, "migrate", dry_run, as_json, fmt, require_clean)
 
     sys.exit(run_guarded(state, run, as_json))

@@ -44,3 +44,25 @@ def insert_lines(path: Path, inserts: str) -> None:
         assert len(found) == 1, (path, anchor)
         lines[found[0] + 1:found[0] + 1] = body.splitlines(True)
     path.write_text("".join(lines), encoding="utf-8")
+
+
+def header_reader(root: Path):
+    """`read(rel)` of a header as the kernel reader takes it (the checkout's root, then aten/src)."""
+    def read(rel):
+        path = root / rel if (root / rel).exists() else root / "aten/src" / rel
+        return path.read_text() if path.exists() else None
+
+    return read
+
+
+def assert_edit_goldens(before: dict[str, bytes], after: dict[str, bytes], rels, golden_prefix: str) -> None:
+    """Each file's unified diff equals tests/golden/reduction/<golden_prefix><file name>.diff."""
+    import difflib
+    import os
+
+    from support import assert_golden
+
+    for rel in rels:
+        diff = "".join(difflib.unified_diff(before[rel].decode().splitlines(True), after[rel].decode().splitlines(True),
+                                            f"a/{rel}", f"b/{rel}"))
+        assert_golden(diff, f"reduction/{golden_prefix}{os.path.basename(rel)}.diff")

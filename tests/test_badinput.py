@@ -116,7 +116,7 @@ CASES = {
     "non-utf8-yaml": (non_utf8(NF), ["new-op", "hypot"]),
     "non-utf8-metal": (non_utf8(METAL), ["new-op", "hypot"]),
     "non-utf8-host": (non_utf8(HOST), ["new-op", "hypot"]),
-    "migrate-options-for-several-ops": (lambda r: r"--expr, --stub, --kernel-file and --host-file apply to one op",
+    "migrate-options-for-several-ops": (lambda r: r"--expr, --identity, --combine, --finalize, --acc, --stub, --kernel-file and --host-file apply to one op",
                                         ["migrate", "asinh", "acosh", "--expr", "x"]),
 }
 KERNELS = "aten/src/ATen/native/mps/kernels"

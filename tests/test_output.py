@@ -257,7 +257,8 @@ EXAMPLES = {
     "migrate": ["mpsgen migrate atan2 --dry-run", "mpsgen migrate asinh acosh atanh",
                 'mpsgen migrate remainder --expr "a - b * c10::metal::floor_divide(a, b)" --dtypes float,integer'],
     "verify": ["mpsgen verify atan2 hypot --static-only", "mpsgen verify --changed --base origin/main --format github",
-               "mpsgen verify --all-native --static-only --json > verify.json"],
+               "mpsgen verify --all-native --static-only --json > verify.json",
+               'mpsgen verify hypot --test-cmd "{python} -m pytest -v test/test_mps.py -k {pytest_k}"'],
     "scan": ["mpsgen scan --candidates", "mpsgen scan --candidates --tier ready,expr", "mpsgen scan --new-op",
              "mpsgen scan --json > mps.json", "mpsgen scan --candidates --markdown"],
 }

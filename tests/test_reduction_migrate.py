@@ -5,13 +5,12 @@ everything else is byte-identical."""
 
 from __future__ import annotations
 
-import difflib
 import json
-import os
 
 from mpsgen.read.metalread import read_kernel
-from reduction_support import COMMON_MPS, REDUCE_METAL, REDUCE_MM, REDUCE_OPINFOS, YAML, reduction_checkout
-from support import assert_golden, changed_files, pytorch_clang_format, run_cli, snapshot
+from reduction_support import (COMMON_MPS, REDUCE_METAL, REDUCE_MM, REDUCE_OPINFOS, YAML, assert_edit_goldens, header_reader,
+                               reduction_checkout)
+from support import changed_files, pytorch_clang_format, run_cli, snapshot
 
 VARIANTS = ("", "_flat", "_flat_strided", "_outer", "_outer_small_dim", "_narrow", "_innermost", "_innermost_chunk")
 PROD_PAIRS = (("float", "float"), ("half", "half"), ("half", "float"), ("bfloat", "bfloat"), ("bfloat", "float"),
@@ -25,16 +24,8 @@ def test_migrate_prod(tmp_path):
     assert result.exit_code == 0, result.output
     after = snapshot(root)
     assert changed_files(before, after) == {YAML, REDUCE_METAL, REDUCE_MM, COMMON_MPS, REDUCE_OPINFOS}
-    for rel in (YAML, REDUCE_METAL, REDUCE_MM, COMMON_MPS, REDUCE_OPINFOS):
-        diff = "".join(difflib.unified_diff(before[rel].decode().splitlines(True), after[rel].decode().splitlines(True),
-                                            f"a/{rel}", f"b/{rel}"))
-        assert_golden(diff, f"reduction/migrate_prod_{os.path.basename(rel)}.diff")
-
-    def header(rel):
-        path = root / rel if (root / rel).exists() else root / "aten/src" / rel
-        return path.read_text() if path.exists() else None
-
-    reading = read_kernel((root / REDUCE_METAL).read_text(), REDUCE_METAL, header, every_kernel=True)
+    assert_edit_goldens(before, after, (YAML, REDUCE_METAL, REDUCE_MM, COMMON_MPS, REDUCE_OPINFOS), "migrate_prod_")
+    reading = read_kernel((root / REDUCE_METAL).read_text(), REDUCE_METAL, header_reader(root), every_kernel=True)
     prod = {name for name in reading.host_names if name.startswith("prod_")}
     assert prod == {f"prod_reduction{v}_{i}_{o}" for v in VARIANTS for i, o in PROD_PAIRS}
 

@@ -1,7 +1,7 @@
 """scan's `reduce` tier on the reduction overlay: prod (a catalog reduction served by the MPSGraph
 helper) is a `reduce` candidate whose migration was planned in memory; mean (no catalog body) is a
-`port` with the reason; linalg__powsum (a scalar the kernels cannot take) is neither a migrate nor a
-new-op candidate, and new-op says why."""
+`port` with the reason; linalg__powsum (ord picks the sum op's load mode) is a new-op `reduce`
+candidate, and is not when the kernel file's sum op takes no load mode, new-op saying why."""
 
 from __future__ import annotations
 
@@ -30,15 +30,22 @@ def test_reduce_tier(tmp_path):
     assert "candidates: 19 ready, 1 reductions ready, 2 need --expr" in result.output
 
 
-def test_powsum_is_refused_with_the_reason(tmp_path):
+def test_powsum_is_a_new_op_reduction_and_refused_without_load_modes(tmp_path):
     root = reduction_checkout(tmp_path)
     result = run_cli(["-C", str(root), "scan", "--new-op", "--json"])
-    assert "linalg__powsum" not in result.stdout
+    assert '"linalg__powsum"' in result.stdout
+    result = run_cli(["-C", str(root), "scan", "--new-op", "--format", "plain"])
+    assert any(line.split()[1:3] == ["linalg__powsum", "reduce"] for line in result.output.splitlines() if line.strip())
+    # a kernel file whose summing op takes no load mode (the op's load sees the element alone)
+    path = root / "aten/src/ATen/native/mps/kernels/ReduceOps.metal"
+    text = path.read_text()
+    path.write_text(text.replace("template <typename T, LoadMode MODE = LOAD_IDENTITY>\nstruct SumOp {",
+                                 "template <typename T>\nstruct SumOp {\n  static constexpr LoadMode MODE = LOAD_IDENTITY;"))
+    result = run_cli(["-C", str(root), "scan", "--new-op", "--json"])
+    assert '"linalg__powsum"' not in result.stdout
     result = run_cli(["-C", str(root), "new-op", "linalg__powsum"])
     assert result.exit_code == 2
-    assert ("linalg__powsum is a reduction whose stub powsum_stub passes a Scalar "
-            "(void(*)(TensorIterator&, const Scalar&)), but the kernels of "
-            "aten/src/ATen/native/mps/kernels/ReduceOps.metal hand an op's load the element alone") in result.stderr
+    assert "SumOp takes no LoadMode template argument" in result.stderr
 
 
 def test_try_show_source_names_a_native_reduction_and_try_refuses_one_without_kernels(tmp_path):

@@ -83,6 +83,18 @@ def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] =
         raise MpsgenError("--expr has an unbalanced `(`", hint="balance the parentheses")
 
 
+def validate_flag(flag: str, expr: str, names: tuple[str, ...]) -> None:
+    """A reduction flag's expression (`--combine` over `a`, `b`), by `validate_expr`'s rules, its
+    errors naming the flag and the names it may use."""
+    try:
+        validate_expr(expr, names)
+    except MpsgenError as exc:
+        message = re.sub(r"which is not an operand of this \w+ op", f"which {flag} does not define", exc.message)
+        hint = re.sub(r"operands are .*", f"{flag} may use {', '.join(names)}", exc.hint or "")
+        hint = re.sub(r"--expr \"[^\"]*\"", f"{flag} \"...\"", hint)
+        raise MpsgenError(message.replace("--expr", flag), hint=hint.replace("--expr", flag) or None) from None
+
+
 def _ends_operand(token: re.Match) -> bool:
     op = token.group("op")
     return op is None or op.endswith((")", "]"))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.edit.dispatch import plan_dispatch
 from mpsgen.edit.expectations import plan_expectations, test_names
-from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor, shared_helpers
+from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor, shared_helpers, validate_flag
 from mpsgen.edit.host import function_suffix, plan_host
 from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
 from mpsgen.edit.legacy import plan_legacy
@@ -29,7 +29,9 @@ from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
 from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.reduction import launcher_call, op_pairs, reduction_host_of, reduction_kernels_of, registration_macro
+from mpsgen.facts.reduction import (base_launcher_call, launcher_call, load_mode_problem, op_pairs, plan_orders,
+                                    reduction_host_of,
+                                    reduction_kernels_of, registration_macro)
 from mpsgen.facts.resolve import OpSpec, Options
 from mpsgen.facts.rules import choose_groups, refuse_uncalled_groups
 from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
@@ -116,13 +118,33 @@ def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) ->
         raise MpsgenError(f"{spec.kernel_file} registers no {body.pairs_like}_reduction* kernels to take {spec.op}'s "
                           "(input, output) pairs from", location=Location(spec.kernel_file, 1),
                           hint="register the op's pairs by hand")
-    launcher, where = launcher_call(views, host, spec.host_file)
-    text = templates.render("reduction_op.metal.j2", struct=body.struct, identity=body.identity, combine=body.combine,
-                            simd=body.simd, threadgroup=body.threadgroup)
-    choice = ReductionChoice(body, text, registration_macro(views.ws.read(spec.kernel_file), spec.kernel_file),
-                             f"REGISTER_{body.op.upper()}", pairs, launcher, where)
+    macro = registration_macro(views.ws.read(spec.kernel_file), spec.kernel_file)
+    register_macro = f"REGISTER_{spec.functor.upper()}"
     registered = frozenset(METAL_TO_TORCH[i] for i, _ in pairs if i in METAL_TO_TORCH)
-    return KernelChoice("catalog", text, (), registered, reduction=choice)
+    if body.load_modes:
+        # the base op's struct with a load mode per order: no struct to write, the base op's launcher
+        problem = load_mode_problem(views.ws.read(spec.kernel_file), spec.kernel_file, body)
+        if problem is not None:
+            raise problem
+        call = base_launcher_call(views, host, spec.host_file, body.pairs_like)
+        orders = plan_orders(views, spec.kernel_file, body, pairs, kernels)
+        instances = tuple((o.prefix, f"{body.struct}<TO, {o.order.mode}>") for o in orders if o.register)
+        choice = ReductionChoice(body, "", macro, register_macro, pairs, call.launcher, call.location, call.rest,
+                                 instances, orders)
+        notes = tuple(Note("info", o.why, o.location) for o in orders if o.why)
+        return KernelChoice("catalog", "", (), registered, reduction=choice, notes=notes)
+    launcher, where = launcher_call(views, host, spec.host_file)
+    if body.source == "flags":
+        for flag, expr, names in (("--identity", body.identity, ("acc_t",)), ("--combine", body.combine, ("a", "b")),
+                                  ("--finalize", body.finalize, ("v",))):
+            validate_flag(flag, expr, names)
+        text = templates.render("reduction_op_flags.metal.j2", struct=body.struct, acc=body.acc,
+                                identity=body.identity, combine=body.combine, finalize=body.finalize)
+    else:
+        text = templates.render("reduction_op.metal.j2", struct=body.struct, identity=body.identity,
+                                combine=body.combine, simd=body.simd, threadgroup=body.threadgroup)
+    choice = ReductionChoice(body, text, macro, register_macro, pairs, launcher, where)
+    return KernelChoice(body.source, text, (), registered, reduction=choice)
 
 
 # ------------------------------------------------------------------------------------------ steps
@@ -139,7 +161,10 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
 
     spec, kernel = c.spec, c.kernel
     if kernel.reduction is not None:
-        yield plan_reduction_kernel(c.read(spec.kernel_file), spec.kernel_file, kernel.reduction,
+        text = c.read(spec.kernel_file)
+        # the choice's notes stand at lines of the file as it was: given first, the edit moves them
+        yield FileChange(spec.kernel_file, text, notes=kernel.notes)
+        yield plan_reduction_kernel(text, spec.kernel_file, kernel.reduction,
                                     reduction_kernels_of(c.views, spec.kernel_file))
         return
     if kernel.params is not None:
@@ -168,9 +193,18 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
     if kernel.reduction is not None:
         text = c.read(spec.host_file)
         suffix = function_suffix(HostView.read(text, spec.host_file).direct_registrations())
-        yield plan_reduction_host(text, spec.host_file, stub=spec.stub.name, function=f"{spec.functor}{suffix}",
+        function = f"{spec.functor}{suffix}"
+        body = kernel.reduction.body
+        function_text = ""
+        if body.load_modes:
+            function_text = c.templates.render(
+                "reduction_orders_host.mm.j2", function=function, iterator_type=spec.iterator_type, op=spec.op,
+                struct=body.struct, base=body.pairs_like, orders=[o for o in kernel.reduction.orders if o.prefix],
+                launcher=kernel.reduction.launcher,
+                rest=kernel.reduction.rest)
+        yield plan_reduction_host(text, spec.host_file, stub=spec.stub.name, function=function,
                                   iterator_type=spec.iterator_type, choice=kernel.reduction,
-                                  registered=c.views.registrations(spec.stub.name))
+                                  registered=c.views.registrations(spec.stub.name), function_text=function_text)
         return
     if kernel.params is not None:
 

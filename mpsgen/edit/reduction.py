@@ -30,11 +30,27 @@ class ReductionChoice:
     register_macro: str  # REGISTER_PROD
     pairs: tuple[Pair, ...]
     launcher: str  # the host function the op's kernel function calls with its prefix
-    launcher_location: Location
+    launcher_location: Location  # the function calling the launcher so, to place the op's after
+    rest: str = ""  # what the calls pass after the prefix (`, std::nullopt`), as the base op's call does
+    instances: tuple[tuple[str, str], ...] = ()  # (prefix, op type) registered; empty: the body's own
+    orders: tuple = ()  # a load-mode reduction's PlannedOrders
 
     @property
     def prefix(self) -> str:
-        return f"{self.body.op}_"
+        return self.body.prefixes()[0]
+
+    def registered(self) -> tuple[tuple[str, str], ...]:
+        """(prefix, op type) of each registration the op adds."""
+        if self.body.load_modes:
+            return self.instances
+        return self.body.instances()
+
+    def define(self) -> str:
+        """`#define REGISTER_<OP>(TI, TO) ...`: one registration-macro call per (prefix, op type)."""
+        calls = [f'{self.macro.name}("{prefix}", TI, TO, {op_type})' for prefix, op_type in self.registered()]
+        if len(calls) == 1:
+            return f"#define {self.register_macro}(TI, TO) {calls[0]}"
+        return f"#define {self.register_macro}(TI, TO) \\\n  " + "; \\\n  ".join(calls)
 
 
 def plan_reduction_kernel(text: str, path: str, choice: ReductionChoice, kernels: ReductionKernels) -> FileChange:
@@ -46,8 +62,7 @@ def plan_reduction_kernel(text: str, path: str, choice: ReductionChoice, kernels
     index = LineIndex(text)
     spans: list[tuple[int, int, str]] = []
     changes: list[Change] = []
-    op = choice.body.op
-    if not re.search(rf"\bstruct\s+{choice.body.struct}\b", masked):
+    if choice.struct_text and not re.search(rf"\bstruct\s+{choice.body.struct}\b", masked):
         structs = [m for m in _OP_STRUCT.finditer(masked)]
         if not structs:
             raise MpsgenError(f"{path} defines no `struct ...Op` reduction op to place {choice.body.struct} after",
@@ -57,11 +72,10 @@ def plan_reduction_kernel(text: str, path: str, choice: ReductionChoice, kernels
         anchor = index.end_of(index.line_of(close))
         spans.append((anchor, anchor, newline + choice.struct_text.replace("\n", newline)))
         changes.append(Change("functor", Location(path, index.line_of(close) + 2), f"struct {choice.body.struct}"))
-    have = kernels.pairs(op)
-    todo = [pair for pair in choice.pairs if pair not in have]
+    prefixes = [prefix[:-1] for prefix, _ in choice.registered()]
+    todo = [pair for pair in choice.pairs if any(pair not in kernels.pairs(prefix) for prefix in prefixes)]
     if todo:
-        define = (f'#define {choice.register_macro}(TI, TO) {choice.macro.name}("{choice.prefix}", TI, TO, '
-                  f"{choice.body.struct}<TO>)")
+        define = choice.define().replace("\n", newline)
         defined = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{choice.register_macro}\b", text, re.M)
         block = "" if defined else newline + define + newline
         block += newline + "".join(f"{choice.register_macro}({i}, {o});{newline}" for i, o in todo)
@@ -82,24 +96,30 @@ def _last_macro_registration(kernels: ReductionKernels, macro: RegistrationMacro
 
 
 def plan_reduction_host(text: str, path: str, *, stub: str, function: str, iterator_type: str,
-                        choice: ReductionChoice, registered: list) -> FileChange:
-    """`static void <function>(<iterator_type> iter) { <launcher>(iter, "<op>_"); }` after the last
-    function of the file calling the launcher so, and `REGISTER_DISPATCH(<stub>, &<function>)` after
-    the file's last registration, in its style."""
+                        choice: ReductionChoice, registered: list, function_text: str = "") -> FileChange:
+    """`static void <function>(<iterator_type> iter) { <launcher>(iter, "<op>_"); }` (or the given
+    `function_text`: a load-mode reduction's routing) after the last function of the file calling
+    the launcher with a prefix alone, else after the function whose call it copies, and
+    `REGISTER_DISPATCH(<stub>, &<function>)` after the file's last registration, in its style."""
     if registered:
         where = registered[0]
         return FileChange(path, text, notes=(Note("kept", f"{stub} is already registered for MPS ({where.function}); kept as is", where.location),))
     newline = newline_of(text)
     masked = mask_code(text)
     index = LineIndex(text)
-    callers = list(re.finditer(rf"^static\s+void\s+(\w+)\s*\([^)]*\)\s*\{{\s*{choice.launcher}\s*\(\s*\w+\s*,\s*\"\s*\"\s*\)\s*;\s*\}}",
+    callers = list(re.finditer(rf"^static\s+void\s+(\w+)\s*\([^)]*\)\s*\{{\s*{choice.launcher}\s*\(\s*\w+\s*,\s*\"\s*\"\s*(?:,[^;]*)?\)\s*;\s*\}}",
                                masked, re.M))
     if callers:
         anchor = index.end_of(index.line_of(callers[-1].end()))
     else:
-        anchor = index.end_of(choice.launcher_location.line)
-    function_text = (f"static void {function}({iterator_type} iter) {{{newline}"
-                     f"  {choice.launcher}(iter, \"{choice.prefix}\");{newline}}}{newline}")
+        # after the whole function calling the launcher (its closing brace's line)
+        start = index.start_of(choice.launcher_location.line)
+        brace = masked.find("{", start)
+        anchor = index.end_of(index.line_of(match_brace(masked, brace))) if brace >= 0 else index.end_of(choice.launcher_location.line)
+    if not function_text:
+        function_text = (f"static void {function}({iterator_type} iter) {{{newline}"
+                         f"  {choice.launcher}(iter, \"{choice.prefix}\"{choice.rest});{newline}}}{newline}")
+    function_text = function_text.replace("\n", newline) if newline != "\n" else function_text
     registrations = HostView.read(text, path).direct_registrations()
     if not registrations:
         raise MpsgenError(f"{path} registers no stub with REGISTER_DISPATCH to place {stub}'s after",
@@ -111,7 +131,8 @@ def plan_reduction_host(text: str, path: str, *, stub: str, function: str, itera
     register = f"REGISTER_DISPATCH({stub}, {ampersand}{function}){semicolon}{newline}"
     after = index.end_of(last)
     spans = [(anchor, anchor, newline + function_text), (after, after, register)]
-    changes = (Change("host-stub", Location(path, index.line_of(anchor) + 2), f"static void {function}({iterator_type} iter)"),
+    signature = function_text.split("{", 1)[0].strip()
+    changes = (Change("host-stub", Location(path, index.line_of(anchor) + 2), signature),
                Change("register", Location(path, last + 1), register.strip()))
     return FileChange(path, replace_spans(text, spans), changes)
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.reduction import REDUCTION_FAMILY, ReductionBody, catalog_body, load_takes_parameter
+from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
+                                    load_takes_parameter)
 from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
 from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
@@ -47,6 +48,15 @@ class Options:
     drop_undefined: bool = False
     # (migrate) files defining the legacy kernels besides operations/*.mm, relative to the checkout
     legacy_files: tuple[str, ...] = ()
+    # a reduction the catalog lacks: its op struct's pieces (--identity, --combine, --finalize, --acc)
+    identity: str | None = None
+    combine: str | None = None
+    finalize: str | None = None
+    acc: str | None = None
+
+    @property
+    def reduction_flags(self) -> bool:
+        return any(v is not None for v in (self.identity, self.combine, self.finalize, self.acc))
 
 
 @dataclass(frozen=True)
@@ -104,24 +114,35 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     for entry in facts.entries:
         validate_entry(nf.text, entry)
     problem = generation_problem(views, facts.op, facts.shared, facts.legacy, facts.stub, facts.stub_problem,
-                                 mode, entries=facts.entries, explicit_stub=options.stub)
+                                 mode, entries=facts.entries, explicit_stub=options.stub,
+                                 reduction_flags=options.reduction_flags)
     if problem is not None:
         raise Refusal(problem.message, location=problem.location, hint=problem.hint)
     stub = facts.stub
+    reduction = stub.header in REDUCTION_FAMILY
+    if options.reduction_flags and not reduction:
+        raise MpsgenError(f"--identity/--combine/--finalize/--acc build a reduction's op struct; {op}'s stub "
+                          f"{stub.name} is not a reduction's (declared in {stub.header}, not ReduceOps.h)",
+                          location=stub.location, hint="give an elementwise body with --expr")
+    if reduction and options.expr is not None:
+        raise MpsgenError(f"--expr is an elementwise functor body; {op} is a reduction ({stub.name})",
+                          location=stub.location, hint="give its op struct with --identity and --combine")
     carrier = facts.shared[0].entry
     arity = len(carrier.tensor_inputs)
     kernel_file, host_file = _family_files(views, stub, options)
     if is_params_stub(stub):
         params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file)
         return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params)
-    if stub.header in REDUCTION_FAMILY:
-        return OpSpec(facts, stub, 1, False, facts.functor, kernel_file, host_file, reduction=catalog_body(op))
+    if reduction:
+        body = (flags_body(op, facts.functor, options.identity, options.combine, options.finalize, options.acc)
+                if options.reduction_flags else catalog_body(op))
+        return OpSpec(facts, stub, 1, False, facts.functor, kernel_file, host_file, reduction=body)
     return OpSpec(facts, stub, arity, stub.scalar_count == 1, facts.functor, kernel_file, host_file)
 
 
 def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], legacy: tuple[DispatchSite, ...],
                        stub: Stub | None, stub_problem: str, mode: str, *, entries: tuple[YamlEntry, ...],
-                       explicit_stub: str | None = None) -> MpsgenError | None:
+                       explicit_stub: str | None = None, reduction_flags: bool = False) -> MpsgenError | None:
     """Why mpsgen cannot generate a kernel for the op (the error to raise), or None. `scan` ranks
     candidates by the same answer."""
     first = entries[0]
@@ -186,6 +207,14 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 hint="mpsgen registers a reduction in the checkout's kernels/ReduceOps.metal and calls the launcher of "
                      "operations/ReduceOps.mm; check the checkout",
             )
+        body = catalog_body(op)
+        if reduction_flags and body is not None and body.load_modes:
+            return MpsgenError(f"{op}'s order picks one of {body.struct}'s load modes (the reduction catalog); "
+                               "--identity/--combine cannot take the order", location=stub.location,
+                               hint=f"drop the flags: mpsgen {mode} {op}")
+        if body is not None and body.load_modes:
+            # the orders the base op's load modes serve: the scalar picks a kernel on the host
+            return load_mode_problem(views.ws.read(kernel_rel), kernel_rel, body)
         if stub.scalar_count and views.ws.exists(kernel_rel) and not load_takes_parameter(views.ws.read(kernel_rel)):
             return MpsgenError(
                 f"{op} is a reduction whose stub {stub.name} passes a Scalar ({stub.signature}), but the "
@@ -194,11 +223,12 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 location=stub.type_location or stub.location,
                 hint="this op needs a hand-written kernel taking the scalar (as the file's `norm` kernel does)",
             )
-        if catalog_body(op) is None:
+        if body is None and not reduction_flags:
             return MpsgenError(
                 f"{op} is a reduction ({stub.name}) with no functor in mpsgen's reduction catalog",
                 location=stub.location,
-                hint="the catalog (mpsgen/facts/reduction_catalog.toml) holds prod; write this one by hand",
+                hint="give its op struct with --identity EXPR --combine EXPR [--finalize EXPR] [--acc TYPE], "
+                     "or write it by hand",
             )
         return None
     reductions = [site.entry for site in shared if "reduction" in site.entry.tags]

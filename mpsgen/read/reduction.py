@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from mpsgen.model import Location
-from mpsgen.read.cpp import find_definitions, mask_code
+from mpsgen.read.cpp import find_definitions, mask_code, split_top_level
 # a Metal scalar or vector type as a kernel name spells it (float3: the Welford partials)
 from mpsgen.read.metalread import METAL_TYPE
 
@@ -96,6 +96,44 @@ def reduction_kernels(path: str, host_names: tuple[str, ...], lines: tuple[int, 
 
 
 @dataclass(frozen=True)
+class OrderRoutes:
+    """How a host function taking an order routes it (a load-mode reduction's): `if (p == 2.0) {
+    launcher(iter, "powsum_l2_"); ...}` per served order, then the code every other order runs, its
+    prefix, and whether that code raises |x| to the order elementwise first (`.abs().pow(`)."""
+
+    routes: tuple[tuple[float, str], ...]  # (order, prefix without its underscore)
+    fallthrough: str  # the prefix the other orders' launch passes ("" when none)
+    elementwise: bool
+    in_output_type: bool = False  # |x| is converted to the output's type before the power (`.to(out.scalar_type())`)
+
+    def route(self, order: float) -> str | None:
+        """The prefix a served order goes to, None for the fall-through path."""
+        return next((prefix for value, prefix in self.routes if value == order), None)
+
+
+_ORDER_BRANCH = re.compile(r"\bif\s*\(\s*\w+\s*==\s*([-+]?\d+(?:\.\d*)?)\s*\)\s*\{([^{}]*)\}")
+
+
+def order_routes(body: str) -> OrderRoutes | None:
+    """The order routing of a function body (the text between its braces), None when it has none."""
+    masked = mask_code(body)
+    routes: list[tuple[float, str]] = []
+    end = 0
+    for m in _ORDER_BRANCH.finditer(masked):
+        literals = _PREFIX_LITERAL.findall(body[m.start(2):m.end(2)])
+        if literals and re.search(r"\breturn\b", masked[m.start(2):m.end(2)]):
+            routes.append((float(m.group(1)), literals[0][:-1]))
+            end = m.end()
+    if not routes:
+        return None
+    rest_code = masked[end:]
+    rest = _PREFIX_LITERAL.findall(body[end:])
+    elementwise = bool(re.search(r"\.\s*abs\s*\(\s*\)", rest_code) and re.search(r"\.\s*pow\s*\(", rest_code))
+    converted = bool(re.search(r"\.\s*abs\s*\(\s*\)\s*\.\s*to\s*\(\s*\w+\s*\.\s*scalar_type\s*\(\s*\)\s*\)", rest_code))
+    return OrderRoutes(tuple(routes), rest[-1][:-1] if rest else "", elementwise, converted)
+
+
+@dataclass(frozen=True)
 class ReductionHost:
     """A host file's reduction launcher: the variant suffixes it composes names with (enum case ->
     suffix), the function holding that switch, and the file's call graph."""
@@ -107,6 +145,7 @@ class ReductionHost:
     calls: dict[str, frozenset[str]] = field(default_factory=dict)  # function -> functions of this file it names
     literals: dict[str, tuple[str, ...]] = field(default_factory=dict)  # function -> prefix literals in its body
     cases: dict[str, frozenset[str]] = field(default_factory=dict)  # function -> the enum's cases it names
+    orders: dict[str, OrderRoutes] = field(default_factory=dict)  # function -> its order routing, if any
 
     @property
     def variants(self) -> frozenset[str]:
@@ -146,6 +185,7 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
     names = {d.name for d in definitions}
     calls: dict[str, set[str]] = {}
     literals: dict[str, list[str]] = {}
+    orders: dict[str, OrderRoutes] = {}
     suffixes: dict[str, str] = {}
     suffix_function = ""
     suffix_location = None
@@ -157,6 +197,9 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
         calls.setdefault(d.name, set()).update(called)
         literals.setdefault(d.name, []).extend(_PREFIX_LITERAL.findall(text[d.code_start:d.code_end]))
         body = text[d.code_start:d.code_end]
+        routing = order_routes(body)
+        if routing is not None:
+            orders[d.name] = routing
         found = list(_CASE_RETURN.finditer(body))
         cases = {m.group(2): m.group(3) for m in found}
         # the launcher's suffix switch: returns "" for one case and "_x" literals for the others
@@ -171,4 +214,108 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
         named = {d.name: frozenset(pattern.findall(masked[d.code_start:d.code_end])) for d in definitions}
     return ReductionHost(path, suffixes, suffix_function, suffix_location,
                          {k: frozenset(v) for k, v in calls.items()},
-                         {k: tuple(v) for k, v in literals.items()}, named)
+                         {k: tuple(v) for k, v in literals.items()}, named, orders)
+
+
+@dataclass(frozen=True)
+class Instantiation:
+    """One explicit kernel instantiation as the compiler sees it: its host name, the kernel
+    template and its template arguments (`reduction_innermost`, `("SumOp<float, LOAD_ABS>",
+    "float", "float")`), and the kernel-file line that writes it."""
+
+    name: str
+    function: str
+    args: tuple[str, ...]
+    line: int
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        """What the compiler instantiates: two instantiations with the same key are a duplicate
+        explicit instantiation (an error), whatever their host names."""
+        return (self.function, self.args)
+
+
+_DIRECTIVE_START = re.compile(r"^[ \t]*#")
+_TOP_CALL = re.compile(r"^[A-Z_][A-Z0-9_]*\s*\(")
+_HOST_NAME = re.compile(r"host_name\s*\(\s*((?:\"[^\"\n]*\"\s*)+)\)")
+_DECLTYPE = re.compile(r"\bdecltype\s*\(\s*(\w+)\s*<")
+
+
+def reduction_instantiations(text: str, path: str) -> tuple[Instantiation, ...]:
+    """Every `[[host_name(...)]] ... decltype(kernel<ARGS>)` instantiation the file's own macros
+    expand to, with full template arguments (`mpsgen.read.metalread` keeps host names only): the
+    file's directives and its top-level macro calls, other lines blanked, through pcpp."""
+    from pcpp.preprocessor import Action, OutputDirective, Preprocessor
+
+    masked = mask_code(text)
+    lines, masked_lines = text.split("\n"), masked.split("\n")
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        code = masked_lines[i]
+        if _DIRECTIVE_START.match(code):
+            kept.append(lines[i])
+            while masked_lines[i].rstrip().endswith("\\") and i + 1 < len(lines):
+                i += 1
+                kept.append(lines[i])
+        elif _TOP_CALL.match(code):
+            kept.append(lines[i])
+        else:
+            kept.append("")
+        i += 1
+
+    class _Pp(Preprocessor):
+        def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
+            raise OutputDirective(Action.IgnoreAndRemove)
+
+        def on_file_open(self, is_system_include, includepath):
+            raise OSError(includepath)  # the file's own macros are what name its kernels
+
+        def on_error(self, file, line, msg):
+            pass
+
+    pp = _Pp()
+    pp.line_directive = "#line"
+    pp.compress = 0
+    pp.define("__METAL__ 1")
+    pp.define("__METAL_VERSION__ 310")
+    pp.parse("\n".join(kept), path)
+    import io
+
+    out = io.StringIO()
+    pp.write(out)
+    expanded = out.getvalue()
+    # the kernel-file line of each output line
+    origin: list[int] = []
+    current = 0
+    for line in expanded.split("\n"):
+        m = re.match(r"\s*#line\s+(\d+)", line)
+        if m:
+            current = int(m.group(1))
+            origin.append(0)
+            continue
+        origin.append(current)
+        current += 1
+    starts = [0]
+    for line in expanded.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    import bisect
+
+    found: list[Instantiation] = []
+    for m in _HOST_NAME.finditer(expanded):
+        name = "".join(re.findall(r"\"([^\"]*)\"", m.group(1)))
+        d = _DECLTYPE.search(expanded, m.end(), m.end() + 400)
+        if d is None:
+            continue
+        open_at = d.end() - 1
+        depth, j = 0, open_at
+        while j < len(expanded):
+            depth += {"<": 1, ">": -1}.get(expanded[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        args = tuple(" ".join(a.split()) for a in split_top_level(expanded[open_at + 1:j], "<([", ">)]"))
+        line = origin[bisect.bisect_right(starts, m.start()) - 1]
+        found.append(Instantiation(name, d.group(1), args, line))
+    return tuple(found)
+

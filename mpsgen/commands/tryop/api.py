@@ -16,7 +16,7 @@ from mpsgen.commands.tryop.reference import (
     torch_reference,
     torch_scalar_reference,
 )
-from mpsgen.commands.tryop.reduction import not_run_note, try_reduction
+from mpsgen.commands.tryop.reduction import ORDERS_NOT_RUN, not_run_note, try_reduction, try_reduction_orders
 from mpsgen.commands.tryop.run import Outputs, host_unavailable, mps_unavailable, run_on_host, run_on_mps
 from mpsgen.commands.tryop.scalars import (
     ITERATOR_OPERANDS,
@@ -228,6 +228,15 @@ def _try_reduction(checkout: Checkout, op: str, found, options: TryOptions) -> T
                           f"{reduction.function}'s launcher, which try does not reproduce", hint="use --backend host")
     if options.reference == "catalog":
         raise MpsgenError(f"the catalog holds no reference for the reduction {op}", hint="use --reference torch")
+    routing = reduction.host.orders.get(reduction.function) if reduction.host is not None else None
+    if routing is not None:
+        # an order picks the kernels (linalg__powsum): each order through the path its host function takes
+        results, compiler, source = try_reduction_orders(checkout, op, reduction, routing, options.seed, location)
+        label = f"torch {import_torch().__version__} CPU: torch.ops.aten.{op}"
+        functor = "/".join(f"{p}_reduction*" for p in reduction.prefixes)
+        return TryReport(op, functor, location, "host", f"{compiler} with mpsgen's Metal prelude (serial driver)",
+                         not_run_note() + (ORDERS_NOT_RUN,), label, "", tuple(results), options.seed, source,
+                         tuple(dict.fromkeys(r.scalars for r in results)), reduction=True)
     if op not in reduction.prefixes:
         # mean launches sum_ kernels with a divisor finalize receives: not the op struct alone
         raise MpsgenError(f"{op}'s host function {reduction.function} launches "

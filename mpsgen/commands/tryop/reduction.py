@@ -39,7 +39,7 @@ from mpsgen.read.checkout import Checkout
 from mpsgen.read.cpp import split_top_level
 from mpsgen.read.metalhost.compiler import Compiler, find_compiler
 from mpsgen.read.metalhost.rewrite import rewrite_metal
-from mpsgen.read.reduction import parse_reduction_name
+from mpsgen.read.reduction import OrderRoutes, parse_reduction_name
 
 LANES = 32
 _INSTANCE = re.compile(r"host_name\s*\(\s*((?:\"[^\"\n]*\"\s*)+)\)\s*\]\]\s*(?:\[\[[^\]]*\]\]\s*)*"
@@ -80,7 +80,9 @@ CASES = (
 def op_structs(checkout: Checkout, reduction: ReductionFacts, compiler: Compiler) -> list[OpStruct]:
     """Each (prefix, input, output) the kernel file instantiates for the op's prefixes, with the op
     struct type of its generic (first) kernel, from the host compiler's preprocessing of the file."""
-    source = bundle(checkout, reduction.kernel_file)
+    # the prelude first, as the driver program has it: the c10/metal headers take their Metal branch
+    # (`__METAL__`), not the host one that includes c10/util headers a wheel's checkout lacks
+    source = "#include <metal_stdlib>\n" + bundle(checkout, reduction.kernel_file)
     with tempfile.TemporaryDirectory(prefix="mpsgen-try-") as tmp:
         path = Path(tmp) / "reduce.metal"
         path.write_text(source, encoding="utf-8")
@@ -131,9 +133,8 @@ def _bits(metal_type: str, v) -> str:
     return f"{int(v) & 0xFFFFFFFF}u"
 
 
-def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: int, location: Location):
-    """(results, compiler detail, not_run notes, reference label, source): one DtypeResult per
-    (pair, case)."""
+def _prerequisites(op: str, location: Location):
+    """(host compiler, torch, torch's op: `torch.<op>`, else `torch.ops.aten.<op>`), or why not."""
     compiler, why = find_compiler()
     if compiler is None:
         raise MpsgenError(f"cannot run {op}'s op struct on the host: {why}", hint="install g++ or clang++")
@@ -141,9 +142,16 @@ def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: 
     if why_torch:
         raise MpsgenError(f"nothing to compare {op} with: {why_torch}", hint="install torch (pip install torch==2.13.0)")
     torch = import_torch()
-    function = getattr(torch, op, None)
+    function = getattr(torch, op, None) or getattr(torch.ops.aten, op, None)
     if function is None:
         raise MpsgenError(f"torch has no {op} to compare with", location=location)
+    return compiler, torch, function
+
+
+def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: int, location: Location):
+    """(results, compiler detail, not_run notes, reference label, source): one DtypeResult per
+    (pair, case)."""
+    compiler, torch, function = _prerequisites(op, location)
     structs = op_structs(checkout, reduction, compiler)
     if not structs:
         raise MpsgenError(f"no {'/'.join(p + '_reduction*' for p in reduction.prefixes)} instantiation found in "
@@ -186,6 +194,84 @@ def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: 
     return results, compiler.path, source + '#line 1 "<mpsgen try reduction driver>"\n' + main
 
 
+ORDERS = (0.0, 1.0, 2.0, 3.0, 0.5, -1.0, float("inf"), float("-inf"))
+ORDERS_NOT_RUN = ("orders the host function sends down its fall-through path: |x|^ord was computed by torch's CPU "
+                  "abs and pow (on MPS, MPS's own abs/pow kernels, not run here), then summed by the op struct "
+                  "the fall-through launch names")
+
+
+def _order_label(order: float) -> str:
+    return {float("inf"): "inf", float("-inf"): "-inf"}.get(order, f"{order:g}")
+
+
+def try_reduction_orders(checkout: Checkout, op: str, reduction: ReductionFacts, routing: OrderRoutes, seed: int,
+                         location: Location):
+    """A reduction whose host function picks its kernels by an order (`OrderRoutes`): for each of
+    `ORDERS` and each pair the served orders' kernels register, the op struct the host function's
+    branch names, on the input as it is (a served order) or on |x|^ord (the fall-through path, when
+    it raises |x| to the order elementwise), against torch's CPU op with that order."""
+    compiler, torch, function = _prerequisites(op, location)
+    if routing.fallthrough and not routing.elementwise:
+        raise MpsgenError(f"{reduction.function}'s other orders launch {routing.fallthrough}_reduction* kernels "
+                          "without raising |x| to the order first: try does not model that path", location=location,
+                          hint="check it with the MPS tests")
+    structs = {(s.prefix, s.input, s.output): s for s in op_structs(checkout, reduction, compiler)}
+    served = [prefix for _, prefix in routing.routes]
+    pairs = sorted({(i, o) for prefix, i, o in structs if prefix in served},
+                   key=lambda p: next(k for k, s in enumerate(structs) if (s[1], s[2]) == p))
+    if not pairs:
+        raise MpsgenError(f"no {'/'.join(p + '_reduction*' for p in served)} instantiation found in "
+                          f"{reduction.kernel_file} after preprocessing", location=location)
+    rng = random.Random(seed)
+    runs, plans = [], []
+    for order in ORDERS:
+        prefix = routing.route(order)
+        path = prefix if prefix is not None else routing.fallthrough
+        for pair in pairs:
+            # the fall-through path sums |x|^ord as the host function computes it: in the output's
+            # type when it converts first, else in the input's
+            kernel_pair = pair if prefix is not None or not routing.in_output_type else (pair[1], pair[1])
+            s = structs.get((path, *kernel_pair))
+            name = prefix if prefix is not None else f"|x|^ord as {kernel_pair[0]}, then {path}"
+            label_text = f"ord={_order_label(order)} {pair[0]}->{pair[1]}: {name}"
+            if s is None or pair[0] not in _FLOATS:
+                why_not = (f"no {path}_reduction_{kernel_pair[0]}_{kernel_pair[1]} kernel" if s is None
+                           else f"{pair[0]} inputs")
+                plans.append((None, None, order, label_text, why_not))
+                continue
+            for case in CASES:
+                count = 1
+                for n in case.shape:
+                    count *= n
+                values = [_round(torch, v, pair[0]) for v in _values(pair[0], count, rng, False)]
+                kernel_in = values
+                if prefix is None:
+                    x = torch.tensor(values, dtype=getattr(torch, METAL_TO_TORCH[pair[0]])).abs()
+                    kernel_in = x.to(getattr(torch, METAL_TO_TORCH[s.input])).pow(order).tolist()
+                outer, size, inner = _view(case)
+                label = f"{s.prefix}_{s.input}_{s.output}#{len(runs)}"
+                runs.append({"op_type": s.op_type, "input": s.input, "output": s.output, "count": count,
+                             "data": ", ".join(_bits(s.input, v) for v in kernel_in), "outer": outer,
+                             "size": size, "inner": inner, "label": label})
+                reference = OpStruct(s.prefix, pair[0], pair[1], s.op_type)  # the op's own pair, for torch
+                plans.append((reference, case, order, f"{label_text}, {case.label}", (label, values)))
+    source = bundle(checkout, reduction.kernel_file)
+    main = Templates(checkout.root).render("try_reduction_main.cpp.j2", runs=runs, lanes=LANES)
+    program = _HOST_HEADERS + source + '#line 1 "<mpsgen try reduction driver>"\n' + main
+    by_label = {o.metal_type: o for o in _run(compiler, program, reduction.kernel_file, checkout.root)}
+    results = []
+    for s, case, order, scalars, data in plans:
+        if case is None:
+            results.append(DtypeResult("", "", "", 0, 0.0, 0.0, 0, (), None, "skipped", data, scalars))
+            continue
+        label, values = data
+        got = by_label.get(label)
+        if got is None:
+            raise MpsgenError(f"the try program printed no results for {label}", hint="run with --debug; this is a bug in mpsgen")
+        results.append(_compare(torch, function, s, case, values, got.values, (order,), scalars))
+    return results, compiler.path, source + '#line 1 "<mpsgen try reduction driver>"\n' + main
+
+
 def _round(torch, v, metal_type: str):
     if metal_type in _FLOATS:
         return torch.tensor(v, dtype=getattr(torch, METAL_TO_TORCH[metal_type])).item()
@@ -208,15 +294,15 @@ def _view(case: Case) -> tuple[int, int, int]:
     return outer, shape[case.dim], inner
 
 
-def _reference(torch, function, s: OpStruct, case: Case, values):
+def _reference(torch, function, s: OpStruct, case: Case, values, args: tuple = ()):
     dtype = getattr(torch, METAL_TO_TORCH[s.input])
     out_dtype = getattr(torch, METAL_TO_TORCH[s.output])
     x = torch.tensor(values, dtype=dtype).reshape(case.shape)
     kwargs = {} if case.dim is None else {"dim": case.dim, "keepdim": case.keepdim}
     try:
-        result = function(x, dtype=out_dtype, **kwargs)
+        result = function(x, *args, dtype=out_dtype, **kwargs)
     except TypeError:
-        result = function(x, **kwargs)
+        result = function(x, *args, **kwargs)
     if isinstance(result, tuple):
         result = result[0]
     expect_shape = tuple(n for i, n in enumerate(case.shape) if i != case.dim) if case.dim is not None else ()
@@ -227,11 +313,12 @@ def _reference(torch, function, s: OpStruct, case: Case, values):
     return result.to(out_dtype).reshape(-1).tolist()
 
 
-def _compare(torch, function, s: OpStruct, case: Case, values, got) -> DtypeResult:
+def _compare(torch, function, s: OpStruct, case: Case, values, got, args: tuple = (),
+             scalars: str = "") -> DtypeResult:
     dtype = METAL_TO_TORCH[s.input]
-    scalars = f"{s.prefix} {s.input}->{s.output}, {case.label}"
+    scalars = scalars or f"{s.prefix} {s.input}->{s.output}, {case.label}"
     try:
-        want = _reference(torch, function, s, case, values)
+        want = _reference(torch, function, s, case, values, args)
     except (RuntimeError, TypeError, IndexError) as exc:
         why = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
         return DtypeResult(s.input, dtype, s.output, 0, 0.0, 0.0, 0, (), None, "skipped", f"no reference: {why}", scalars)
@@ -244,7 +331,7 @@ def _compare(torch, function, s: OpStruct, case: Case, values, got) -> DtypeResu
     bad = []
     for i, (g, w) in enumerate(zip(got, want)):
         if floating:
-            if g != g and w != w:
+            if (g != g and w != w) or g == w:  # both NaN, or equal (the same infinity)
                 continue
             diff = abs(g - w)
             max_abs = max(max_abs, diff)

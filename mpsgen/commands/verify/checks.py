@@ -12,7 +12,7 @@ from mpsgen.commands.verify.model import FAILED, PASSED, SKIPPED, CheckResult, F
 from mpsgen.edit.expectations import plan_test_lists
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.reduction import ReductionFacts, reduction_of
+from mpsgen.facts.reduction import ReductionFacts, reduction_instantiations_of, reduction_of
 from mpsgen.facts.resolve import FAMILY_FILES
 from mpsgen.facts.rules import MPSGRAPH, host_routing, missing_coverage
 from mpsgen.facts.views import OpFacts, Views, read_op
@@ -201,6 +201,34 @@ def _check_reduction_variants(views: Views, f: OpFacts, settings: CheckSettings)
                            f"{op}_reduction{variant or ''}_<in>_<out> is not registered for {pairs} "
                            f"({routed} the {variant or 'generic'} variant: \"no such kernel\" at run time on those shapes)",
                            "register every variant for each pair (the file's registration macro instantiates them all)"))
+    out.extend(_duplicate_instantiations(views, f, reduction))
+    return out
+
+
+def _duplicate_instantiations(views: Views, f: OpFacts, reduction) -> list[Finding]:
+    """A kernel of the op's prefixes that another host name of the file already instantiates (the
+    same kernel template with the same arguments): a duplicate explicit instantiation, which does
+    not compile whatever the names (one finding per prefix and other prefix)."""
+    groups: dict[tuple, list] = {}
+    for inst in reduction_instantiations_of(views, reduction.kernel_file):
+        groups.setdefault(inst.key, []).append(inst)
+    mine = tuple(f"{prefix}_reduction" for prefix in reduction.prefixes)
+    out, seen = [], set()
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        inst = next((i for i in group if i.name.startswith(mine)), None)
+        if inst is None:
+            continue
+        other = next(i for i in group if i is not inst)
+        pair = (inst.name.split("_reduction")[0], other.name.split("_reduction")[0])
+        if pair in seen:
+            continue
+        seen.add(pair)
+        out.append(Finding("reduce-variants", f.op, Location(reduction.kernel_file, inst.line or 1),
+                           f"{inst.name} instantiates {inst.function}<{', '.join(inst.args)}>, which {other.name} "
+                           f"(line {other.line}) already instantiates: a duplicate explicit instantiation does not compile",
+                           "launch the existing kernels under their prefix, or register a distinct op type"))
     return out
 
 

@@ -387,6 +387,9 @@ constexpr U as_type(const T v) {
 
 namespace metal {
 
+// the vector template as Metal names it (`metal::vec<T, 3>`: 2.15's c10/metal/common.h spells it so)
+using ::vec;
+
 // ---- type traits ----------------------------------------------------------------------------------
 using std::conditional;
 using std::conditional_t;
@@ -440,8 +443,6 @@ template <typename T> using make_unsigned_t = std::make_unsigned_t<T>;
 template <typename T> using make_signed_t = std::make_signed_t<T>;
 
 using ::as_type;
-// metal::vec<T, N>: the template behind float2 ... bool4 (2.15's c10/metal/common.h names it).
-using ::vec;
 
 template <typename T, size_t N>
 using array = std::array<T, N>;
