@@ -346,7 +346,7 @@ def _compare(torch, function, s: OpStruct, case: Case, values, got, args: tuple 
                        (rtol, atol) if floating else None, "failed" if bad else "passed", note, scalars)
 
 
-def _run(compiler: Compiler, program: str, kernel_file: str, root: Path):
+def _run(compiler: Compiler, program: str, kernel_file: str, root: Path | None = None):
     with tempfile.TemporaryDirectory(prefix="mpsgen-try-") as tmp:
         source = Path(tmp) / "try.cpp"
         binary = Path(tmp) / "try"
