@@ -79,3 +79,65 @@ def test_confirming_refuses_as_the_command_does(tmp_path, command, op):
     else:
         assert result.exit_code == 2
         assert refusal.message in result.stderr
+
+
+NF = "aten/src/ATen/native/native_functions.yaml"
+
+
+def test_an_entry_that_validated_is_kept_until_its_lines_change(tmp_path, monkeypatch):
+    """The yaml entries' ruamel.yaml validation is kept in the user cache per entry text: a second
+    run reads it from there, and an edit of the entry's lines is parsed (and refused) afresh."""
+    from mpsgen.read.cache import cache_file
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    root = copy_checkout(tmp_path)
+    first = run_cli(["-C", str(root), "new-op", "hypot", "--dry-run"])
+    assert first.exit_code == 0, first.stderr
+    kept = cache_file(root, "valid-entry-hypot.out", NF)
+    assert kept.is_file()
+    again = run_cli(["-C", str(root), "new-op", "hypot", "--dry-run"])
+    assert again.exit_code == 0 and again.stdout == first.stdout
+    path = root / NF
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("    CPU, CUDA: hypot_out\n  tags: pointwise\n",
+                                 "    CPU, CUDA: hypot_out\n  tags: [pointwise\n", 1), encoding="utf-8")
+    broken = run_cli(["-C", str(root), "new-op", "hypot", "--dry-run"])
+    assert broken.exit_code == 2
+    assert "malformed YAML at column 1: expected ',' or ']'" in broken.stderr
+    path.write_text(text, encoding="utf-8")
+    assert run_cli(["-C", str(root), "new-op", "hypot", "--dry-run"]).stdout == first.stdout
+
+
+def test_a_plan_that_renders_nothing_loads_no_template_engine(tmp_path):
+    """Templates builds its jinja2 environment on the first render (an op already native renders none)."""
+    from mpsgen.edit.templates import Templates
+
+    templates = Templates(tmp_path)
+    assert templates._env is None
+    assert templates.exists("functor_expr.metal.j2") is not templates.exists("no-such-template.j2")
+    assert templates._env is not None
+
+
+def test_compiled_templates_are_kept_until_the_template_changes(tmp_path, monkeypatch):
+    """jinja2's bytecode cache in the user cache directory: a template edited since is compiled
+    afresh (a checkout's override here), and with the cache off or unwritable nothing is kept."""
+    from mpsgen.edit.templates import OVERRIDE_DIR, Templates
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    override = tmp_path / "pytorch" / OVERRIDE_DIR
+    override.mkdir(parents=True)
+    (override / "x.j2").write_text("first {{ v }}\n", encoding="utf-8")
+    assert Templates(tmp_path / "pytorch").render("x.j2", v=1) == "first 1\n"
+    kept = list((tmp_path / "cache" / "templates").iterdir())
+    assert len(kept) == 1
+    assert Templates(tmp_path / "pytorch").render("x.j2", v=2) == "first 2\n"  # from the kept bytecode
+    (override / "x.j2").write_text("second {{ v }}\n", encoding="utf-8")
+    assert Templates(tmp_path / "pytorch").render("x.j2", v=3) == "second 3\n"
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "off"))
+    monkeypatch.setenv("MPSGEN_NO_CACHE", "1")
+    assert Templates(tmp_path / "pytorch").render("x.j2", v=4) == "second 4\n"
+    assert not (tmp_path / "off").exists()
+    monkeypatch.delenv("MPSGEN_NO_CACHE")
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "file" / "cache"))  # cannot be made
+    assert Templates(tmp_path / "pytorch").render("x.j2", v=5) == "second 5\n"

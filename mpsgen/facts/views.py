@@ -41,7 +41,7 @@ from mpsgen.read.kernelfile import KernelFile, read_kernel_file
 from mpsgen.read.metalhost.check import compile_metal_file
 from mpsgen.read.metalhost.owners import code_owners
 from mpsgen.read.metalread import KernelReading, read_kernel_cached
-from mpsgen.read.nfyaml import DispatchLine, NativeFunctions, YamlEntry
+from mpsgen.read.nfyaml import DispatchLine, NativeFunctions, YamlEntry, validate_entry
 from mpsgen.read.opinfo import find_opinfos, names_index, scan_calls
 from mpsgen.read.stubs import Stub, find_stub, read_stubs, split_params
 from mpsgen.read.testlists import ComplexList, complex_list, declared_dtypes, parse_testlists
@@ -371,6 +371,18 @@ class Views:
     @property
     def native_functions(self) -> NativeFunctions:
         return self.view("yaml", NATIVE_FUNCTIONS, lambda text: NativeFunctions(text, NATIVE_FUNCTIONS))
+
+    def validate_entries(self, entries) -> None:
+        """`mpsgen.read.nfyaml.validate_entry` of each of native_functions.yaml's `entries` (the
+        ruamel.yaml parse of its lines). With `disk_cache`, an entry's lines that validated before
+        (the very same text: the user cache keeps the SHA-256 of each entry's lines that passed) are
+        not parsed again; a refusal is never kept, so it is raised afresh with its line."""
+        nf = self.native_functions
+        unedited = nf.text is self.checkout.read(NATIVE_FUNCTIONS)
+        on_disk = self.checkout.root if self.disk_cache and unedited else None
+        for entry in entries:
+            cached_index(on_disk, NATIVE_FUNCTIONS, nf.text[entry.start : entry.end], f"valid-entry-{entry.name}",
+                         lambda entry=entry: validate_entry(nf.text, entry) or True)
 
     def stub(self, name: str):
         """The declared stub `name`, or None. Headers are read lazily (only those naming it)."""
