@@ -141,3 +141,32 @@ def test_compiled_templates_are_kept_until_the_template_changes(tmp_path, monkey
     (tmp_path / "file").write_text("", encoding="utf-8")
     monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "file" / "cache"))  # cannot be made
     assert Templates(tmp_path / "pytorch").render("x.j2", v=5) == "second 5\n"
+
+
+def test_the_yaml_index_is_kept_until_the_file_changes(tmp_path, monkeypatch):
+    """native_functions.yaml's `- func:` lines and full scan, kept in the user cache: what a later
+    run reads from there is what the scanner reads, and an edited file is scanned afresh."""
+    from mpsgen.facts.views import Views
+    from mpsgen.read.cache import cache_file
+    from mpsgen.read.nfyaml import scan_entries
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    root = copy_checkout(tmp_path)
+
+    def read():
+        nf = Views(Workspace(Checkout(root)), disk_cache=True).native_functions
+        return nf.op_names, nf.entries, nf.op_entries("hypot")
+
+    fresh = tuple(scan_entries((root / NF).read_text(encoding="utf-8"), NF))
+    cold = read()
+    assert cache_file(root, "yaml-heads", NF).is_file() and cache_file(root, "yaml-entries", NF).is_file()
+    warm = read()
+    assert warm == cold and warm[1] == fresh
+    assert [line.text for e in warm[1] for line in e.dispatch] == [line.text for e in fresh for line in e.dispatch]
+    text = (root / NF).read_text(encoding="utf-8")
+    (root / NF).write_text(text.replace("    CPU, CUDA: hypot_out\n", "    CPU, CUDA, MPS: hypot_out\n", 1)
+                           + "\n- func: zzz_new(Tensor self) -> Tensor\n", encoding="utf-8")
+    names, entries, hypot = read()
+    assert names[-1] == "zzz_new" and "zzz_new" not in cold[0]
+    assert entries == tuple(scan_entries((root / NF).read_text(encoding="utf-8"), NF))
+    assert any(line.keys == ("CPU", "CUDA", "MPS") for e in hypot for line in e.dispatch)

@@ -370,7 +370,11 @@ class Views:
     # -- yaml and stubs
     @property
     def native_functions(self) -> NativeFunctions:
-        return self.view("yaml", NATIVE_FUNCTIONS, lambda text: NativeFunctions(text, NATIVE_FUNCTIONS))
+        def build(text: str) -> NativeFunctions:
+            unedited = text is self.checkout.read(NATIVE_FUNCTIONS)
+            return NativeFunctions(text, NATIVE_FUNCTIONS, self.checkout.root if self.disk_cache and unedited else None)
+
+        return self.view("yaml", NATIVE_FUNCTIONS, build)
 
     def validate_entries(self, entries) -> None:
         """`mpsgen.read.nfyaml.validate_entry` of each of native_functions.yaml's `entries` (the
