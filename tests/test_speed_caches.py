@@ -170,3 +170,29 @@ def test_the_yaml_index_is_kept_until_the_file_changes(tmp_path, monkeypatch):
     assert names[-1] == "zzz_new" and "zzz_new" not in cold[0]
     assert entries == tuple(scan_entries((root / NF).read_text(encoding="utf-8"), NF))
     assert any(line.keys == ("CPU", "CUDA", "MPS") for e in hypot for line in e.dispatch)
+
+
+def test_the_stubs_are_kept_until_a_header_changes(tmp_path, monkeypatch):
+    """Every header's stubs, kept in the user cache while the headers (names and texts) hash the
+    same: equal to a fresh read, and an edited or a new header is read afresh."""
+    from mpsgen.read.cache import cache_file
+    from mpsgen.read.stubs import read_stubs
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    root = copy_checkout(tmp_path)
+    header = root / "aten/src/ATen/native/BinaryOps.h"
+
+    def both():
+        return read_stubs(Checkout(root), disk_cache=True), read_stubs(Checkout(root))
+
+    cached, fresh = both()
+    assert cache_file(root, "stubs", "aten/src/ATen/native").is_file()
+    assert cached == fresh and list(cached) == list(fresh) and "hypot_stub" in cached
+    assert both()[0] == fresh
+    header.write_text(header.read_text(encoding="utf-8").replace("hypot_stub", "hypot2_stub"), encoding="utf-8")
+    cached, fresh = both()
+    assert cached == fresh and "hypot2_stub" in cached and "hypot_stub" not in cached
+    (root / "aten/src/ATen/native/Extra.h").write_text(
+        "using extra_fn = void(*)(TensorIteratorBase&);\nDECLARE_DISPATCH(extra_fn, extra_stub)\n", encoding="utf-8")
+    cached, fresh = both()
+    assert cached == fresh and cached["extra_stub"].location.path == "aten/src/ATen/native/Extra.h"

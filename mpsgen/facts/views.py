@@ -399,7 +399,7 @@ class Views:
         return cache[name]
 
     def all_stubs(self) -> dict:
-        return self._once("stubs", lambda: read_stubs(self.checkout))
+        return self._once("stubs", lambda: read_stubs(self.checkout, disk_cache=self.disk_cache))
 
     @property
     def ternary_takes_alpha(self) -> bool:
