@@ -196,3 +196,21 @@ def test_the_stubs_are_kept_until_a_header_changes(tmp_path, monkeypatch):
         "using extra_fn = void(*)(TensorIteratorBase&);\nDECLARE_DISPATCH(extra_fn, extra_stub)\n", encoding="utf-8")
     cached, fresh = both()
     assert cached == fresh and cached["extra_stub"].location.path == "aten/src/ATen/native/Extra.h"
+
+
+def test_a_kernel_plan_without_reports_writes_the_same_text():
+    """plan_kernel(reports=False), what a confirmation plans: the same new text (functor, list
+    macros and explicit registrations), no changes or notes."""
+    from pathlib import Path
+
+    from mpsgen.edit.kernel import plan_kernel, registrations_for
+
+    rel = "aten/src/ATen/native/mps/kernels/ListMacros.metal"
+    text = (Path(__file__).resolve().parent / "data" / "listmacro" / "ListMacros.metal").read_text(encoding="utf-8")
+    functor = "struct xi_functor {\n  template <typename T>\n  inline T operator()(const T x) {\n    return x;\n  }\n};\n"
+    registrations = registrations_for("xi", 1, False, ("float", "int2float", "complex", "integer"),
+                                      frozenset({"REGISTER_UNARY_OP"}), rel)
+    full = plan_kernel(text, rel, "xi", functor, registrations)
+    bare = plan_kernel(text, rel, "xi", functor, registrations, reports=False)
+    assert full.changes and bare.text == full.text != text
+    assert bare.changes == () and bare.notes == ()

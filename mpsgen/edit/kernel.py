@@ -92,14 +92,16 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
 
 def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrations: list[Registration],
                 registration_macro: str = "", functors: dict[str, tuple[int, int]] | None = None,
-                reading: KernelReading | None = None) -> FileChange:
+                reading: KernelReading | None = None, reports: bool = True) -> FileChange:
     """Add `functor_text` after the file's last functor (a backward functor after its forward one)
     and the registrations after its last registration line (the file keeps one registration block),
     skipping what is already there. `registration_macro`: a `#define` the new registration lines
     use, written just before them. `functors`: every functor's span as the compiler sees the file
     (`facts.KernelView.functors`: those written by a macro are at their call), else the literal ones.
     Registrations join the file's own list macros where they fit (`join_list_macros`; `reading`,
-    the compiler's reading of `text`, says which calls under a Metal version condition count)."""
+    the compiler's reading of `text`, says which calls under a Metal version condition count).
+    `reports=False`: the new text only, without the lines each added entry stands on (a plan made
+    to learn whether it refuses: finding them refuses nothing)."""
     kernel = read_kernel_file(text, path)
     if functors is not None:
         kernel = replace(kernel, functors={**functors, **kernel.functors})
@@ -158,6 +160,8 @@ def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrat
             placed.extend(block)
             first = False
     new_text = replace_spans(text, [_at_unterminated_end(text, span, newline) for span in spans]) if spans else text
+    if not reports:
+        return FileChange(path, new_text, (), ())
     if placed:  # each at its line in the new text
         changes.extend(Change("register", Location(path, _line_of_registration(new_text, reg)), reg.render())
                        for reg in placed)
