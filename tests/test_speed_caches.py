@@ -49,9 +49,21 @@ def test_an_unscannable_text_is_refused_every_time():
 
 
 def test_the_memo_keeps_only_the_last_texts():
-    for i in range(cpp._MEMO_SIZE + 5):
+    for i in range(80):
         cpp.mask_code(f"int x{i}; // {i}\n")
-    assert len(cpp._MASKED) <= cpp._MEMO_SIZE
+    assert cpp._mask_code.cache_info().currsize <= 64
+
+
+def test_list_macros_follow_the_text():
+    from mpsgen.edit.kernel import find_list_macros
+
+    text = "#define REGISTER_LIST(T) \\\n  REGISTER_UNARY_OP(a, T, T); \\\n  REGISTER_UNARY_OP(b, T, T)\n\nREGISTER_LIST(float);\n"
+    first = find_list_macros(text)
+    assert [m.ops for m in first] == [("a", "b")]
+    edited = text.replace("REGISTER_UNARY_OP(b, T, T)", "REGISTER_UNARY_OP(b, T, T); \\\n  REGISTER_UNARY_OP(c, T, T)")
+    assert [m.ops for m in find_list_macros(edited)] == [("a", "b", "c")]
+    first.clear()  # a caller's list: the kept result is not touched
+    assert [m.ops for m in find_list_macros(text)] == [("a", "b")]
 
 
 def test_a_workspace_without_reports_holds_the_same_texts():
@@ -214,3 +226,30 @@ def test_a_kernel_plan_without_reports_writes_the_same_text():
     bare = plan_kernel(text, rel, "xi", functor, registrations, reports=False)
     assert full.changes and bare.text == full.text != text
     assert bare.changes == () and bare.notes == ()
+
+
+def test_scans_opinfo_index_is_kept_until_the_file_changes(tmp_path, monkeypatch):
+    """scan's count of common_mps.py keys per op reads each OpInfo file's calls from the user cache
+    while the file hashes the same: the same counts as without the cache, and an OpInfo renamed
+    since moves its keys."""
+    from mpsgen.commands.scan import _xfail_by_op
+    from mpsgen.facts.views import Views
+    from mpsgen.read.cache import cache_file
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    root = copy_checkout(tmp_path)
+    cmi = "torch/testing/_internal/common_methods_invocations.py"
+
+    def counts(cached: bool):
+        monkeypatch.setenv("MPSGEN_NO_CACHE", "" if cached else "1")
+        return _xfail_by_op(Views(Workspace(Checkout(root)), disk_cache=True), [])
+
+    cold = counts(True)
+    assert cache_file(root, "scan-opinfo-ops", cmi).is_file()
+    assert counts(True) == cold == counts(False) and "atan2" in cold
+    path = root / cmi
+    path.write_text(path.read_text(encoding="utf-8").replace("'atan2'", "'atan2', aten_name='zzz_renamed'", 1),
+                    encoding="utf-8")
+    edited = counts(True)
+    assert edited == counts(False) != cold
+    assert edited["zzz_renamed"] == cold["atan2"]

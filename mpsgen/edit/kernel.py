@@ -3,6 +3,7 @@ checkout defines, and the plan that adds a functor and its registrations."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 
@@ -328,7 +329,13 @@ class ListMacro:
 def find_list_macros(text: str) -> list[ListMacro]:
     """The list macros of a kernel file (see `ListMacro`); `declined` is set for one whose
     definition or any call sits under `#if` (the set of dtypes it registers then depends on the
-    build), one used anywhere but plain top-level calls, or one defined twice."""
+    build), one used anywhere but plain top-level calls, or one defined twice. The last texts'
+    are kept in process (scan plans several candidates against one kernel file)."""
+    return list(_list_macros(text))
+
+
+@functools.lru_cache(maxsize=16)
+def _list_macros(text: str) -> tuple[ListMacro, ...]:
     masked = mask_code(text)
     lines = masked.split("\n")
     conditional = conditions_by_line(text, masked)
@@ -347,7 +354,7 @@ def find_list_macros(text: str) -> list[ListMacro]:
             found.append(_with_calls(macro, masked, lines, conditional))
         i = end + 1
     twice = {m.name for m in found if len(re.findall(rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(m.name)}\b", masked, re.M)) > 1}
-    return [replace(m, declined="defined more than once") if m.name in twice else m for m in found]
+    return tuple(replace(m, declined="defined more than once") if m.name in twice else m for m in found)
 
 
 def _list_macro(name: str, param_text: str, body: list[str], first_line: int) -> ListMacro | None:

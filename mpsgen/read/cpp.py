@@ -6,6 +6,7 @@ every offset and newline), so that braces, parentheses and identifiers can be fo
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,34 +28,18 @@ _QUOTED_BODY = {
 _NOT_NEWLINE = re.compile(r"[^\n]")
 
 
-# The last texts masked and scanned in this process (`mask_code`, `find_definitions`), keyed by the
-# text itself (and its path): both are pure functions of it, so an edited text misses and is read
-# afresh. A scan reads each host file once for the scan and again for every candidate it confirms.
-_MEMO_SIZE = 64
-_MASKED: dict[str, str] = {}
-_DEFINITIONS: dict[tuple[str, str], tuple[Definition, ...]] = {}
-
-
-def _remember(memo: dict, key, value) -> None:
-    if len(memo) >= _MEMO_SIZE:
-        del memo[next(iter(memo))]  # the oldest
-    memo[key] = value
-
-
 def mask_code(text: str) -> str:
     """Return `text` with comments and literal contents replaced by spaces (newlines kept).
 
     Quotes of literals stay, so `"a{b"` becomes `"   "`. Offsets and line numbers are unchanged.
     Regex-driven: each search jumps to the next comment or literal, so code between them costs
-    nothing in Python. The last texts' results are kept (`_MASKED`).
+    nothing in Python. The last texts' results are kept in process (`_mask_code`, keyed by the text
+    itself: a scan reads each host file once for the scan and again for every candidate it confirms).
     """
-    masked = _MASKED.get(text)
-    if masked is None:
-        masked = _mask_code(text)
-        _remember(_MASKED, text, masked)
-    return masked
+    return _mask_code(text)
 
 
+@functools.lru_cache(maxsize=64)
 def _mask_code(text: str) -> str:
     parts: list[str] = []
     pos = done = 0
@@ -615,13 +600,15 @@ def find_definitions(text: str, path: str) -> list[Definition]:
 
     Raises `MpsgenError` at the item's line when a body cannot be delimited with certainty:
     unbalanced braces, a body whose braces come from a macro, an `#if` branch splitting a body.
-    The last texts' definitions are kept (`_DEFINITIONS`; a refusal is not: it is raised afresh).
+    The last texts' definitions are kept in process (`_definitions`, keyed by the text and path; a
+    refusal is not kept: it is raised afresh).
     """
-    found = _DEFINITIONS.get((path, text))
-    if found is None:
-        found = tuple(_Scanner(text, path).scan())
-        _remember(_DEFINITIONS, (path, text), found)
-    return list(found)
+    return list(_definitions(text, path))
+
+
+@functools.lru_cache(maxsize=64)
+def _definitions(text: str, path: str) -> tuple[Definition, ...]:
+    return tuple(_Scanner(text, path).scan())
 
 
 def split_top_level(text: str, opening: str = "([", closing: str = ")]") -> list[str]:
