@@ -253,3 +253,27 @@ def test_scans_opinfo_index_is_kept_until_the_file_changes(tmp_path, monkeypatch
     edited = counts(True)
     assert edited == counts(False) != cold
     assert edited["zzz_renamed"] == cold["atan2"]
+
+
+def test_the_indented_json_is_json_dumps_text():
+    import json
+
+    from mpsgen.render.jsontext import dumps_indented
+
+    doc = {"a": [1, 2.5, -0.0, 1e300, True, False, None, "é\"\\\n\t\u2028", [], {}, [[{}]], ()],
+           "": {"nested": {"deeper": [{"x": 1}, [1, [2, [3]]]]}}, 1: "int key", 2.5: "float key",
+           True: "bool key", None: "none key", "nan": float("nan"), "inf": [float("inf"), float("-inf")],
+           "big": 10**30, "tuple": (1, "two")}
+    for value in (doc, [], {}, "s", 3, None, [doc, doc]):
+        for indent in (2, 4):
+            assert dumps_indented(value, indent) == json.dumps(value, indent=indent)
+    with pytest.raises(TypeError):  # what json.dumps says of a value it cannot write
+        dumps_indented({"a": {1, 2}})
+
+
+def test_scan_json_is_the_standard_encoders_text(tmp_path):
+    import json
+
+    result = run_cli(["-C", str(FIXTURE_CHECKOUT), "scan", "--json"])
+    assert result.exit_code == 0
+    assert result.stdout == json.dumps(json.loads(result.stdout), indent=2) + "\n"
