@@ -277,3 +277,35 @@ def test_scan_json_is_the_standard_encoders_text(tmp_path):
     result = run_cli(["-C", str(FIXTURE_CHECKOUT), "scan", "--json"])
     assert result.exit_code == 0
     assert result.stdout == json.dumps(json.loads(result.stdout), indent=2) + "\n"
+
+
+def test_host_file_definitions_are_kept_until_the_file_changes(tmp_path, monkeypatch):
+    """A host file's definitions (what the legacy step removes from), kept in the user cache while
+    the file hashes the same: equal to a fresh scan, an edited file is scanned afresh, and an
+    edited text in the Workspace is never taken from the cache."""
+    from mpsgen.facts.views import Views
+    from mpsgen.read.cache import cache_file
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    root = copy_checkout(tmp_path)
+    rel = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
+
+    def definitions(ws=None):
+        views = Views(ws or Workspace(Checkout(root)), disk_cache=True)
+        return views.definitions(rel), cpp.find_definitions(views.ws.read(rel), rel)
+
+    def same(found, fresh):
+        return found == fresh and [d.identifiers for d in found] == [d.identifiers for d in fresh]
+
+    cold, fresh = definitions()
+    assert cache_file(root, "definitions", rel).is_file() and same(cold, fresh)
+    warm, _ = definitions()
+    assert same(warm, fresh) and warm is not cold
+    text = (root / rel).read_text(encoding="utf-8")
+    (root / rel).write_text(text + "\nstatic void zzz_added_helper() {}\n", encoding="utf-8")
+    edited, fresh = definitions()
+    assert same(edited, fresh) and edited[-1].name == "zzz_added_helper"
+    ws = Workspace(Checkout(root))
+    ws.write(rel, text)  # the Workspace's own text: found, not read from the cache
+    planned, fresh = definitions(ws)
+    assert same(planned, fresh) and all(d.name != "zzz_added_helper" for d in planned)

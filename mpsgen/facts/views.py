@@ -35,7 +35,14 @@ from mpsgen.read.checkout import (
     OPERATIONS_DIR,
     Texts,
 )
-from mpsgen.read.cpp import mask_code, match_brace, split_top_level
+from mpsgen.read.cpp import (
+    definition_from_json,
+    definition_to_json,
+    find_definitions,
+    mask_code,
+    match_brace,
+    split_top_level,
+)
 from mpsgen.read.cpuread import UNKNOWN, CpuOutput, function_kind, read_cpu_file
 from mpsgen.read.kernelfile import KernelFile, read_kernel_file
 from mpsgen.read.metalhost.check import compile_metal_file
@@ -432,6 +439,20 @@ class Views:
 
     def registered_stub_names(self) -> set[str]:
         return {r.stub for rel in self.host_files() for r in self.host(rel).registrations}
+
+    def definitions(self, rel: str) -> list:
+        """`mpsgen.read.cpp.find_definitions` of the Workspace's text of `rel`, once per text; with
+        `disk_cache` and the checkout's own text, kept in the user cache while it hashes the same."""
+
+        def build(text: str) -> list:
+            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
+            if not (self.disk_cache and unedited):
+                return find_definitions(text, rel)
+            data = cached_index(self.checkout.root, rel, text, "definitions",
+                                lambda: [definition_to_json(d) for d in find_definitions(text, rel)])
+            return [definition_from_json(d, rel) for d in data]
+
+        return self.view("definitions", rel, build)
 
     def masked(self, rel: str) -> str:
         return self.view("masked", rel, mask_code)

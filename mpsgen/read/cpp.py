@@ -611,6 +611,18 @@ def _definitions(text: str, path: str) -> tuple[Definition, ...]:
     return tuple(_Scanner(text, path).scan())
 
 
+def definition_to_json(d: Definition) -> list:
+    """A Definition as JSON data (its path is the file's: `definition_from_json` takes it back)."""
+    return [d.kind, d.name, d.start, d.end, d.location.line, d.line_count, dict(d.identifiers), d.code_start,
+            d.code_end, d.namespace, d.is_static, list(d.args)]
+
+
+def definition_from_json(data: list, path: str) -> Definition:
+    kind, name, start, end, line, line_count, ids, code_start, code_end, namespace, is_static, args = data
+    return Definition(kind, name, start, end, Location(path, line), line_count, Counter(ids), code_start, code_end,
+                      namespace, is_static, tuple(args))
+
+
 def split_top_level(text: str, opening: str = "([", closing: str = ")]") -> list[str]:
     """`text` split at the commas outside any bracket pair (parameters and schema arguments)."""
     parts, depth, start = [], 0, 0
