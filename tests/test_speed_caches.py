@@ -309,3 +309,34 @@ def test_host_file_definitions_are_kept_until_the_file_changes(tmp_path, monkeyp
     ws.write(rel, text)  # the Workspace's own text: found, not read from the cache
     planned, fresh = definitions(ws)
     assert same(planned, fresh) and all(d.name != "zzz_added_helper" for d in planned)
+
+
+def test_c10_functions_are_kept_until_a_header_changes(tmp_path, monkeypatch):
+    """The c10::metal functions, kept in the user cache while c10/metal's headers (names and
+    texts) hash the same; an edited or new header is read afresh, a Workspace's edit never cached."""
+    from mpsgen.read.c10lib import checkout_functions
+    from mpsgen.read.cache import cache_file
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    root = copy_checkout(tmp_path)
+    header = root / "c10/metal/utils.h"
+    if not header.is_file():
+        header = sorted((root / "c10/metal").glob("*.h"))[0]
+
+    def both(ws=None):
+        ws = ws or Workspace(Checkout(root))
+        return checkout_functions(ws, disk_cache=True), checkout_functions(ws)
+
+    cached, fresh = both()
+    assert cache_file(root, "c10-functions", "c10/metal").is_file() and cached == fresh and fresh
+    assert both()[0] == fresh
+    text = header.read_text(encoding="utf-8")
+    header.write_text(text + "\ninline float zzz_added(float x) {\n  return x;\n}\n", encoding="utf-8")
+    cached, fresh = both()
+    assert cached == fresh and "zzz_added" in cached
+    (root / "c10/metal/zzz_new.h").write_text("inline float zzz_new_fn(float x) {\n  return x;\n}\n", encoding="utf-8")
+    assert "zzz_new_fn" in both()[0]
+    ws = Workspace(Checkout(root))
+    ws.write(str(header.relative_to(root)), text)  # planned: found, not cached
+    cached, fresh = both(ws)
+    assert cached == fresh and "zzz_added" not in cached

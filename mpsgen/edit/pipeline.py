@@ -88,7 +88,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     if existing:
         return KernelChoice("existing", "", (), torch_dtypes_for(groups))
 
-    c10_functions = checkout_functions(views.ws)
+    c10_functions = checkout_functions(views.ws, disk_cache=views.disk_cache)
     kernel_text = views.ws.read(spec.kernel_file)
     namespaces = namespace_prefixes(kernel_text)
     choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
