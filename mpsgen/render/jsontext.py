@@ -61,34 +61,23 @@ def _write(value, out: list[str], newline: str, step: str) -> None:
     kind = type(value)
     if kind is str:
         out.append(encode_basestring_ascii(value))
-    elif kind is dict:
+    elif kind is dict or kind is list or kind is tuple:
+        mapping = kind is dict
         if not value:
-            out.append("{}")
+            out.append("{}" if mapping else "[]")
             return
         inner = newline + step
         separator = "," + inner
-        out.append("{" + inner)
+        out.append(("{" if mapping else "[") + inner)
         first = True
-        for key, item in value.items():
+        for item in value.items() if mapping else value:
             if not first:
                 out.append(separator)
             first = False
-            out.append(_key(key) + ": ")
+            if mapping:
+                key, item = item
+                out.append(_key(key) + ": ")
             _write(item, out, inner, step)
-        out.append(newline + "}")
-    elif kind is list or kind is tuple:
-        if not value:
-            out.append("[]")
-            return
-        inner = newline + step
-        separator = "," + inner
-        out.append("[" + inner)
-        first = True
-        for item in value:
-            if not first:
-                out.append(separator)
-            first = False
-            _write(item, out, inner, step)
-        out.append(newline + "]")
+        out.append(newline + ("}" if mapping else "]"))
     else:
         out.append(_scalar(value))
