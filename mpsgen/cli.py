@@ -570,9 +570,10 @@ def scan(state, candidates, tiers, new_op_list, as_json, markdown, fmt):
         show = candidates or tiers is not None
         report = dataclasses.replace(scan_checkout(state.checkout()), tiers=chosen)
         if as_json:
+            from mpsgen.render.jsontext import dumps_indented
             from mpsgen.render.scan_json import report_to_json
 
-            click.echo(json.dumps(report_to_json(report), indent=2))
+            click.echo(dumps_indented(report_to_json(report)))
         elif markdown:
             from mpsgen.render.scan_markdown import render_markdown
 

@@ -41,7 +41,7 @@ def migrate_refusal(checkout: Checkout, op: str, base: Views | None = None, temp
     Only the final formatting of the added lines, which cannot refuse, is left out. `base`, a Views
     of the unedited checkout, lends what it has parsed (views of a text are keyed by that very text,
     so an edited file is parsed afresh)."""
-    views = Views(Workspace(checkout), disk_cache=True)
+    views = Views(Workspace(checkout, reports=False), disk_cache=True)  # only a refusal is wanted
     if base is not None:
         views.lend(base)
     try:

@@ -70,6 +70,7 @@ from mpsgen.facts.views import (
     resolve_stub,
 )
 from mpsgen.model import Location
+from mpsgen.read.cache import cached_index
 from mpsgen.read.checkout import COMMON_MPS, OPERATIONS_DIR, Checkout
 from mpsgen.read.cpp import find_definitions, mask_code
 from mpsgen.read.nfyaml import NativeFunctions, YamlEntry
@@ -688,7 +689,11 @@ def _xfail_by_op(views, notes: list[str]) -> dict[str, Counter]:
     entries = read_xfail_keys(checkout.read(COMMON_MPS), COMMON_MPS)
     key_ops: dict[str, set[str]] = {}
     for rel in views.opinfo_files():
-        for key, ops in _opinfo_ops(checkout.read(rel)).items():
+        text = checkout.read(rel)
+        # kept in the user cache while the file hashes the same (a real OpInfo file scans in ~10 ms)
+        found = cached_index(checkout.root, rel, text, "scan-opinfo-ops",
+                             lambda: {key: sorted(ops) for key, ops in _opinfo_ops(text).items()})
+        for key, ops in found.items():
             key_ops.setdefault(key, set()).update(ops)
     out: dict[str, Counter] = {}
     for item in entries:

@@ -3,6 +3,7 @@ checkout defines, and the plan that adds a functor and its registrations."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 
@@ -92,14 +93,16 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
 
 def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrations: list[Registration],
                 registration_macro: str = "", functors: dict[str, tuple[int, int]] | None = None,
-                reading: KernelReading | None = None) -> FileChange:
+                reading: KernelReading | None = None, reports: bool = True) -> FileChange:
     """Add `functor_text` after the file's last functor (a backward functor after its forward one)
     and the registrations after its last registration line (the file keeps one registration block),
     skipping what is already there. `registration_macro`: a `#define` the new registration lines
     use, written just before them. `functors`: every functor's span as the compiler sees the file
     (`facts.KernelView.functors`: those written by a macro are at their call), else the literal ones.
     Registrations join the file's own list macros where they fit (`join_list_macros`; `reading`,
-    the compiler's reading of `text`, says which calls under a Metal version condition count)."""
+    the compiler's reading of `text`, says which calls under a Metal version condition count).
+    `reports=False`: the new text only, without the lines each added entry stands on (a plan made
+    to learn whether it refuses: finding them refuses nothing)."""
     kernel = read_kernel_file(text, path)
     if functors is not None:
         kernel = replace(kernel, functors={**functors, **kernel.functors})
@@ -158,6 +161,8 @@ def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrat
             placed.extend(block)
             first = False
     new_text = replace_spans(text, [_at_unterminated_end(text, span, newline) for span in spans]) if spans else text
+    if not reports:
+        return FileChange(path, new_text, (), ())
     if placed:  # each at its line in the new text
         changes.extend(Change("register", Location(path, _line_of_registration(new_text, reg)), reg.render())
                        for reg in placed)
@@ -346,7 +351,13 @@ class ListMacro:
 def find_list_macros(text: str) -> list[ListMacro]:
     """The list macros of a kernel file (see `ListMacro`); `declined` is set for one whose
     definition or any call sits under `#if` (the set of dtypes it registers then depends on the
-    build), one used anywhere but plain top-level calls, or one defined twice."""
+    build), one used anywhere but plain top-level calls, or one defined twice. The last texts'
+    are kept in process (scan plans several candidates against one kernel file)."""
+    return list(_list_macros(text))
+
+
+@functools.lru_cache(maxsize=16)
+def _list_macros(text: str) -> tuple[ListMacro, ...]:
     masked = mask_code(text)
     lines = masked.split("\n")
     conditional = conditions_by_line(text, masked)
@@ -365,7 +376,7 @@ def find_list_macros(text: str) -> list[ListMacro]:
             found.append(_with_calls(macro, masked, lines, conditional))
         i = end + 1
     twice = {m.name for m in found if len(re.findall(rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(m.name)}\b", masked, re.M)) > 1}
-    return [replace(m, declined="defined more than once") if m.name in twice else m for m in found]
+    return tuple(replace(m, declined="defined more than once") if m.name in twice else m for m in found)
 
 
 def _list_macro(name: str, param_text: str, body: list[str], first_line: int) -> ListMacro | None:

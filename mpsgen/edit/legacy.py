@@ -62,9 +62,10 @@ class LegacyResult:
 class _Source:
     """One file: its text, masked views, and (on demand) its definitions."""
 
-    def __init__(self, path: str, text: str):
+    def __init__(self, path: str, text: str, read_definitions=None):
         self.path = path
         self.text = text
+        self._read_definitions = read_definitions  # path -> the definitions of `text` (a Views')
         self.masked = mask_code(text)
         self.ids = identifiers(self.masked)
         self._defs: list[Definition] | None = None
@@ -73,7 +74,10 @@ class _Source:
     @property
     def definitions(self) -> list[Definition]:
         if self._defs is None:
-            self._defs = find_definitions(self.text, self.path)
+            if self._read_definitions is not None:
+                self._defs = self._read_definitions(self.path)
+            else:
+                self._defs = find_definitions(self.text, self.path)
         return self._defs
 
     @property
@@ -139,15 +143,16 @@ def _lines_in(text: str, start: int, end: int) -> int:
 
 
 def plan_legacy_removal(
-    files: dict[str, str], kernels: set[str], op: str, header_symbols: set[str]
+    files: dict[str, str], kernels: set[str], op: str, header_symbols: set[str], read_definitions=None
 ) -> LegacyResult:
     """Plan the deletion of `kernels` (the legacy `MPS:` kernel names of `op`) from `files`.
 
     `files` maps checkout-relative paths of the MPS sources to their text; `header_symbols` are all
     kernel names the op's yaml entries mention (they decide whether the op's `_native.h` include is
-    still needed). Call again on the returned texts for the next op.
+    still needed). Call again on the returned texts for the next op. `read_definitions(path)`: the
+    definitions of `files[path]` as a Views keeps them (`Views.definitions`), else they are found here.
     """
-    sources = {path: _Source(path, text) for path, text in sorted(files.items())}
+    sources = {path: _Source(path, text, read_definitions) for path, text in sorted(files.items())}
     removed_names: set[str] = set()
 
     def remove(src: _Source, d: Definition, kind: str) -> None:
@@ -496,7 +501,8 @@ def plan_legacy(views, spec, legacy_files: tuple[str, ...] = ()) -> tuple[FileCh
     still refer to what goes."""
 
     files = {rel: views.ws.read(rel) for rel in dict.fromkeys([*views.host_files(), *legacy_files])}
-    result = plan_legacy_removal(files, set(spec.legacy_kernels), spec.op, set(spec.header_symbols))
+    result = plan_legacy_removal(files, set(spec.legacy_kernels), spec.op, set(spec.header_symbols),
+                                 read_definitions=views.definitions)
     removed = {r.name for r in result.removals if r.kind != "include"}
     dangling = find_dangling_references({**files, **result.texts}, removed)
     if dangling:

@@ -393,8 +393,8 @@ def choose_params_kernel(views, templates, spec, options):
     else:
         text = render_params_functor(templates, body, name=spec.functor, params=params, expr=options.expr,
                                      groups=groups, namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)),
-                                     c10_functions=checkout_functions(views.ws)).text
-        notes_c10 = fallback_notes(body, checkout_functions(views.ws))
+                                     c10_functions=checkout_functions(views.ws, disk_cache=views.disk_cache)).text
+        notes_c10 = fallback_notes(body, checkout_functions(views.ws, disk_cache=views.disk_cache))
         check_macros(params, kernel.file.own_macros | views.c10_register_macros(), spec.kernel_file)
         regs = tuple(registrations(params, groups, spec.functor))
     params = replace(params, groups=groups)

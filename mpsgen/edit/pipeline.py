@@ -90,7 +90,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     if existing:
         return KernelChoice("existing", "", (), torch_dtypes_for(groups))
 
-    c10_functions = checkout_functions(views.ws)
+    c10_functions = checkout_functions(views.ws, disk_cache=views.disk_cache)
     kernel_text = views.ws.read(spec.kernel_file)
     namespaces = namespace_prefixes(kernel_text)
     choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
@@ -174,7 +174,8 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
     change = plan_kernel(c.read(spec.kernel_file), spec.kernel_file, spec.functor, kernel.text,
                          list(kernel.registrations), kernel.registration_macro,
                          functors=c.views.kernel(spec.kernel_file).functors,
-                         reading=c.views.kernel(spec.kernel_file).reading)
+                         reading=c.views.kernel(spec.kernel_file).reading,
+                         reports=getattr(c.views.ws, "reports", True))
     notes = change.notes + kernel.notes
     if kernel.source == "placeholder" and kernel.text and any(c.kind == "functor" for c in change.changes):
         # (an existing functor registered for new dtypes is kept as it is: nothing to fill in)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
+from mpsgen.read.cache import cache_dir, cache_enabled
 from mpsgen.resources import shipped_template_dir
 
 OVERRIDE_DIR = Path(".mpsgen") / "templates"
@@ -15,23 +16,34 @@ class Templates:
     """Renders templates by name; a checkout's `.mpsgen/templates/<name>` wins over the shipped one."""
 
     def __init__(self, checkout_root: Path | None = None):
-        import jinja2
-
-        search = []
+        self._search = []
         self.override_dir = None
         if checkout_root is not None and (checkout_root / OVERRIDE_DIR).is_dir():
             self.override_dir = checkout_root / OVERRIDE_DIR
-            search.append(str(self.override_dir))
-        search.append(str(shipped_template_dir()))
-        self._jinja = jinja2
-        self.env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(search),
-            undefined=jinja2.StrictUndefined,
-            keep_trailing_newline=True,
-            trim_blocks=True,
-            lstrip_blocks=True,
-            autoescape=False,
-        )
+            self._search.append(str(self.override_dir))
+        self._search.append(str(shipped_template_dir()))
+        self._env = None
+
+    @property
+    def _jinja(self):
+        import jinja2  # on the first render: a plan that renders nothing (an op already native) never loads it
+
+        return jinja2
+
+    @property
+    def env(self):
+        if self._env is None:
+            jinja2 = self._jinja
+            self._env = jinja2.Environment(
+                loader=jinja2.FileSystemLoader(self._search),
+                bytecode_cache=_bytecode_cache(jinja2),
+                undefined=jinja2.StrictUndefined,
+                keep_trailing_newline=True,
+                trim_blocks=True,
+                lstrip_blocks=True,
+                autoescape=False,
+            )
+        return self._env
 
     def exists(self, name: str) -> bool:
         try:
@@ -60,6 +72,30 @@ class Templates:
             ) from None
         except jinja2.TemplateNotFound:
             raise MpsgenError(f"template {name} not found", hint="reinstall mpsgen") from None
+
+
+def _bytecode_cache(jinja2):
+    """Compiled templates kept in the user cache directory (`mpsgen.read.cache`; jinja2 keys each by
+    the template's name and file and uses it only while the template's source hashes the same and
+    for the same Python), so that a run renders without compiling its templates again. None when
+    the cache is off or its directory cannot be made; a cache file that cannot be written is
+    skipped."""
+
+    class _Quiet(jinja2.FileSystemBytecodeCache):
+        def dump_bytecode(self, bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass  # an unwritable cache directory: render without keeping the compiled template
+
+    if not cache_enabled():
+        return None
+    try:
+        directory = cache_dir() / "templates"
+        directory.mkdir(parents=True, exist_ok=True)
+    except (OSError, RuntimeError):  # no home directory to find the cache in
+        return None
+    return _Quiet(str(directory))
 
 
 def _loc(path: str, line: int | None):

@@ -16,9 +16,14 @@ from mpsgen.read.checkout import Checkout, path_inside
 class Workspace:
     """An overlay over a checkout: families read the current text and write new text; nothing reaches
     the disk until the finished Plan is applied. Several ops planned in one Workspace form one
-    transaction."""
+    transaction.
+
+    `reports=False` keeps the texts only: no changes, notes or steps, and no following of them
+    through later edits (`confirm.migrate_refusal` plans to learn whether a command refuses; the
+    reports of a plan nobody will see cost it a line diff per edit)."""
 
     checkout: Checkout
+    reports: bool = True
     _overlay: dict[str, str] = field(default_factory=dict)
     _changes: list[Change] = field(default_factory=list)
     _notes: list[Note] = field(default_factory=list)
@@ -55,6 +60,10 @@ class Workspace:
     def apply(self, change: FileChange) -> None:
         """Take one family's FileChange: its text (when it differs), its changes and notes."""
         current = self.read(change.path) if self.exists(change.path) else None
+        if not self.reports:
+            if change.text != (current if current is not None else ""):
+                self.write(change.path, change.text)
+            return
         if change.text != (current if current is not None else ""):
             self.write(change.path, change.text)
             self._follow_edit(change.path, current or "", change.text, change.changes)

@@ -11,7 +11,7 @@ from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_bod
 from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
 from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
-from mpsgen.read.nfyaml import YamlEntry, validate_entry
+from mpsgen.read.nfyaml import YamlEntry
 from mpsgen.read.stubs import Stub
 
 # Where a stub's header sends its kernel and host code.
@@ -110,9 +110,7 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     """The op's facts, or the reason mpsgen cannot generate its kernel (exit 2, with what to do).
     `mode` is "new-op" or "migrate": each refuses the other's ops with a pointer to it."""
     facts = read_op(views, op, stub=options.stub, overloads=options.overloads)
-    nf = views.native_functions
-    for entry in facts.entries:
-        validate_entry(nf.text, entry)
+    views.validate_entries(facts.entries)
     problem = generation_problem(views, facts.op, facts.shared, facts.legacy, facts.stub, facts.stub_problem,
                                  mode, entries=facts.entries, explicit_stub=options.stub,
                                  reduction_flags=options.reduction_flags)

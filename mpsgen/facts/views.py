@@ -35,13 +35,20 @@ from mpsgen.read.checkout import (
     OPERATIONS_DIR,
     Texts,
 )
-from mpsgen.read.cpp import mask_code, match_brace, split_top_level
+from mpsgen.read.cpp import (
+    definition_from_json,
+    definition_to_json,
+    find_definitions,
+    mask_code,
+    match_brace,
+    split_top_level,
+)
 from mpsgen.read.cpuread import UNKNOWN, CpuOutput, function_kind, read_cpu_file
 from mpsgen.read.kernelfile import KernelFile, read_kernel_file
 from mpsgen.read.metalhost.check import compile_metal_file
 from mpsgen.read.metalhost.owners import code_owners
 from mpsgen.read.metalread import KernelReading, read_kernel_cached
-from mpsgen.read.nfyaml import DispatchLine, NativeFunctions, YamlEntry
+from mpsgen.read.nfyaml import DispatchLine, NativeFunctions, YamlEntry, validate_entry
 from mpsgen.read.opinfo import find_opinfos, names_index, scan_calls
 from mpsgen.read.stubs import Stub, find_stub, read_stubs, split_params
 from mpsgen.read.testlists import ComplexList, complex_list, declared_dtypes, parse_testlists
@@ -370,7 +377,23 @@ class Views:
     # -- yaml and stubs
     @property
     def native_functions(self) -> NativeFunctions:
-        return self.view("yaml", NATIVE_FUNCTIONS, lambda text: NativeFunctions(text, NATIVE_FUNCTIONS))
+        def build(text: str) -> NativeFunctions:
+            unedited = text is self.checkout.read(NATIVE_FUNCTIONS)
+            return NativeFunctions(text, NATIVE_FUNCTIONS, self.checkout.root if self.disk_cache and unedited else None)
+
+        return self.view("yaml", NATIVE_FUNCTIONS, build)
+
+    def validate_entries(self, entries) -> None:
+        """`mpsgen.read.nfyaml.validate_entry` of each of native_functions.yaml's `entries` (the
+        ruamel.yaml parse of its lines). With `disk_cache`, an entry's lines that validated before
+        (the very same text: the user cache keeps the SHA-256 of each entry's lines that passed) are
+        not parsed again; a refusal is never kept, so it is raised afresh with its line."""
+        nf = self.native_functions
+        unedited = nf.text is self.checkout.read(NATIVE_FUNCTIONS)
+        on_disk = self.checkout.root if self.disk_cache and unedited else None
+        for entry in entries:
+            cached_index(on_disk, NATIVE_FUNCTIONS, nf.text[entry.start : entry.end], f"valid-entry-{entry.name}",
+                         lambda entry=entry: validate_entry(nf.text, entry) or True)
 
     def stub(self, name: str):
         """The declared stub `name`, or None. Headers are read lazily (only those naming it)."""
@@ -383,7 +406,7 @@ class Views:
         return cache[name]
 
     def all_stubs(self) -> dict:
-        return self._once("stubs", lambda: read_stubs(self.checkout))
+        return self._once("stubs", lambda: read_stubs(self.checkout, disk_cache=self.disk_cache))
 
     @property
     def ternary_takes_alpha(self) -> bool:
@@ -416,6 +439,20 @@ class Views:
 
     def registered_stub_names(self) -> set[str]:
         return {r.stub for rel in self.host_files() for r in self.host(rel).registrations}
+
+    def definitions(self, rel: str) -> list:
+        """`mpsgen.read.cpp.find_definitions` of the Workspace's text of `rel`, once per text; with
+        `disk_cache` and the checkout's own text, kept in the user cache while it hashes the same."""
+
+        def build(text: str) -> list:
+            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
+            if not (self.disk_cache and unedited):
+                return find_definitions(text, rel)
+            data = cached_index(self.checkout.root, rel, text, "definitions",
+                                lambda: [definition_to_json(d) for d in find_definitions(text, rel)])
+            return [definition_from_json(d, rel) for d in data]
+
+        return self.view("definitions", rel, build)
 
     def masked(self, rel: str) -> str:
         return self.view("masked", rel, mask_code)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 
+from mpsgen.read.cache import cached_index
 from mpsgen.read.checkout import Texts
 from mpsgen.read.cpp import mask_code
 
@@ -30,10 +31,17 @@ def _defined_in(text: str) -> frozenset[str]:
     return frozenset(m.group(1) for m in _FUNCTION.finditer(mask_code(text)))
 
 
-def checkout_functions(ws: Texts) -> frozenset[str]:
-    """The `c10::metal` functions of the checkout as `ws` holds it."""
+def checkout_functions(ws: Texts, disk_cache: bool = False) -> frozenset[str]:
+    """The `c10::metal` functions of the checkout as `ws` holds it. `disk_cache`: while the headers
+    are the checkout's own, kept in the user cache (`mpsgen.read.cache`) while their names and
+    texts hash the same."""
     root = ws.checkout.root / C10_METAL_DIR
     if not root.is_dir():
         return frozenset()
-    names = sorted(p.name for p in root.glob("*.h"))
-    return declared_functions(ws.read(f"{C10_METAL_DIR}/{name}") for name in names)
+    rels = [f"{C10_METAL_DIR}/{name}" for name in sorted(p.name for p in root.glob("*.h"))]
+    texts = [ws.read(rel) for rel in rels]
+    if disk_cache and all(text is ws.checkout.read(rel) for rel, text in zip(rels, texts)):
+        every = "".join(f"{rel}\0{len(text)}\0{text}" for rel, text in zip(rels, texts))
+        return frozenset(cached_index(ws.checkout.root, C10_METAL_DIR, every, "c10-functions",
+                                      lambda: sorted(declared_functions(texts))))
+    return declared_functions(texts)

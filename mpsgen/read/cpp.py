@@ -6,6 +6,7 @@ every offset and newline), so that braces, parentheses and identifiers can be fo
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,8 +33,14 @@ def mask_code(text: str) -> str:
 
     Quotes of literals stay, so `"a{b"` becomes `"   "`. Offsets and line numbers are unchanged.
     Regex-driven: each search jumps to the next comment or literal, so code between them costs
-    nothing in Python.
+    nothing in Python. The last texts' results are kept in process (`_mask_code`, keyed by the text
+    itself: a scan reads each host file once for the scan and again for every candidate it confirms).
     """
+    return _mask_code(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _mask_code(text: str) -> str:
     parts: list[str] = []
     pos = done = 0
     n = len(text)
@@ -593,8 +600,27 @@ def find_definitions(text: str, path: str) -> list[Definition]:
 
     Raises `MpsgenError` at the item's line when a body cannot be delimited with certainty:
     unbalanced braces, a body whose braces come from a macro, an `#if` branch splitting a body.
+    The last texts' definitions are kept in process (`_definitions`, keyed by the text and path; a
+    refusal is not kept: it is raised afresh).
     """
-    return _Scanner(text, path).scan()
+    return list(_definitions(text, path))
+
+
+@functools.lru_cache(maxsize=64)
+def _definitions(text: str, path: str) -> tuple[Definition, ...]:
+    return tuple(_Scanner(text, path).scan())
+
+
+def definition_to_json(d: Definition) -> list:
+    """A Definition as JSON data (its path is the file's: `definition_from_json` takes it back)."""
+    return [d.kind, d.name, d.start, d.end, d.location.line, d.line_count, dict(d.identifiers), d.code_start,
+            d.code_end, d.namespace, d.is_static, list(d.args)]
+
+
+def definition_from_json(data: list, path: str) -> Definition:
+    kind, name, start, end, line, line_count, ids, code_start, code_end, namespace, is_static, args = data
+    return Definition(kind, name, start, end, Location(path, line), line_count, Counter(ids), code_start, code_end,
+                      namespace, is_static, tuple(args))
 
 
 def split_top_level(text: str, opening: str = "([", closing: str = ")]") -> list[str]:

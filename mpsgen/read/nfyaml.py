@@ -12,6 +12,7 @@ from functools import cached_property
 
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
+from mpsgen.read.cache import cached_index
 from mpsgen.read.cpp import match_brace, split_top_level
 from mpsgen.textedit import LineIndex
 
@@ -134,19 +135,15 @@ class NativeFunctions:
     real file where the full line scan takes ~0.15 s); an op's entries are scanned when asked for,
     from their `- func:` line to the next one, which gives exactly what the full scan gives."""
 
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str, cache_root=None):
+        """`cache_root`: the checkout whose file this is, unedited, when its index may be kept in
+        the user cache (`mpsgen.read.cache`: the `- func:` lines and the full scan, used while the
+        text hashes the same)."""
         self.text = text
         self.path = path
-        heads: list[tuple[str, int]] = []  # (entry name, offset of its `- func:` line)
-        for match in _FUNC_LINE.finditer(text):
-            func = _FUNC.match(match.group(0))
-            if not func:
-                raise MpsgenError(
-                    "cannot read this `- func:` line",
-                    location=Location(path, text.count("\n", 0, match.start()) + 1),
-                    hint="expected `- func: name.overload(args) -> returns`",
-                )
-            heads.append((func.group("name"), match.start()))
+        self._cache_root = cache_root
+        heads = [(name, offset) for name, offset in cached_index(cache_root, path, text, "yaml-heads",
+                                                                  lambda: _func_heads(text, path))]
         self._heads = heads
         by_base: dict[str, list[int]] = {}
         for i, (name, _) in enumerate(heads):
@@ -169,7 +166,12 @@ class NativeFunctions:
 
     @cached_property
     def entries(self) -> tuple[YamlEntry, ...]:
-        found = tuple(scan_entries(self.text, self.path))
+        if self._cache_root is None:
+            found = tuple(scan_entries(self.text, self.path))
+        else:
+            found = _entries_from_json(self.text, self.path, cached_index(
+                self._cache_root, self.path, self.text, "yaml-entries",
+                lambda: [_entry_to_json(e) for e in scan_entries(self.text, self.path)]))
         if [e.name for e in found] == [name for name, _ in self._heads]:  # one pass serves op_entries too
             self._scanned.update(enumerate(found))
         return found
@@ -184,6 +186,37 @@ class NativeFunctions:
     @property
     def op_names(self) -> tuple[str, ...]:
         return tuple(self._by_base_heads)
+
+
+def _func_heads(text: str, path: str) -> list[tuple[str, int]]:
+    """(entry name, offset of its `- func:` line) of every entry, in file order."""
+    heads = []
+    for match in _FUNC_LINE.finditer(text):
+        func = _FUNC.match(match.group(0))
+        if not func:
+            raise MpsgenError(
+                "cannot read this `- func:` line",
+                location=Location(path, text.count("\n", 0, match.start()) + 1),
+                hint="expected `- func: name.overload(args) -> returns`",
+            )
+        heads.append((func.group("name"), match.start()))
+    return heads
+
+
+def _entry_to_json(e: YamlEntry) -> list:
+    """An entry as JSON data (a dispatch line's text is the file's text between its offsets)."""
+    return [e.schema, e.name, e.location.line, e.start, e.end, [list(kv) for kv in e.keys],
+            [[list(d.keys), d.kernel, d.location.line, d.start, d.end] for d in e.dispatch],
+            e.dispatch_location.line if e.dispatch_location else None]
+
+
+def _entries_from_json(text: str, path: str, data: list) -> tuple[YamlEntry, ...]:
+    return tuple(
+        YamlEntry(schema, name, Location(path, line), start, end, tuple((k, v) for k, v in keys),
+                  tuple(DispatchLine(tuple(dkeys), kernel, Location(path, dline), dstart, dend, text[dstart:dend])
+                        for dkeys, kernel, dline, dstart, dend in dispatch),
+                  Location(path, dispatch_line) if dispatch_line is not None else None)
+        for schema, name, line, start, end, keys, dispatch, dispatch_line in data)
 
 
 def scan_entries(text: str, path: str, first_line: int = 1, base: int = 0):

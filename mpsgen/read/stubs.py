@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.model import Location
+from mpsgen.read.cache import cached_index
 from mpsgen.read.checkout import NATIVE_DIR
 from mpsgen.read.cpp import mask_code, match_brace, split_top_level
 from mpsgen.textedit import LineIndex
@@ -141,10 +142,31 @@ def scan_header(text: str, path: str, types: dict | None = None, masked: str | N
     return stubs
 
 
-def read_stubs(checkout) -> dict[str, Stub]:
-    """All stubs declared in the checkout's `aten/src/ATen/native/*.h`, by name."""
+def read_stubs(checkout, disk_cache: bool = False) -> dict[str, Stub]:
+    """All stubs declared in the checkout's `aten/src/ATen/native/*.h`, by name. `disk_cache`: kept
+    in the user cache (`mpsgen.read.cache`) while the headers (their names and texts) hash the same."""
 
     headers = checkout.glob(NATIVE_DIR, "*.h")
+    if disk_cache:
+        every = "".join(f"{rel}\0{len(checkout.read(rel))}\0{checkout.read(rel)}" for rel in headers)
+        data = cached_index(checkout.root, NATIVE_DIR, every, "stubs",
+                            lambda: [_stub_to_json(stub) for stub in _read_stubs(checkout, headers).values()])
+        return {stub.name: stub for stub in map(_stub_from_json, data)}
+    return _read_stubs(checkout, headers)
+
+
+def _stub_to_json(stub: Stub) -> list:
+    where = stub.type_location
+    return [stub.name, stub.fn_type, list(stub.params), stub.location.path, stub.location.line,
+            [where.path, where.line] if where else None, stub.returns]
+
+
+def _stub_from_json(data: list) -> Stub:
+    name, fn_type, params, path, line, where, returns = data
+    return Stub(name, fn_type, tuple(params), Location(path, line), Location(*where) if where else None, returns)
+
+
+def _read_stubs(checkout, headers: list[str]) -> dict[str, Stub]:
     masked = {rel: mask_code(checkout.read(rel)) for rel in headers}
     types: dict = {}
     for rel in headers:
