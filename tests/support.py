@@ -35,6 +35,21 @@ def run_heavy() -> bool:
 HEAVY_SKIP = "heavyweight end-to-end run: CI runs it (CI=true); MPSGEN_TESTS=all runs it here"
 
 
+def sampled(cases, local, ids=None):
+    """Parameters for an end-to-end test over many cases of one kind: the cases in `local` (a few,
+    chosen to cover each path the test takes) run in every run; the rest are marked heavy, so CI
+    (CI=true) and MPSGEN_TESTS=all still run every case. `ids` names the cases (default: str)."""
+    import pytest
+
+    cases = list(cases)
+    names = [str(case) for case in cases] if ids is None else list(ids)
+    unknown = set(local) - set(names)
+    assert not unknown, f"local cases not among the cases: {sorted(unknown)}"
+    return [pytest.param(*(case if isinstance(case, tuple) else (case,)), id=name,
+                         marks=[] if name in local else [pytest.mark.heavy])
+            for case, name in zip(cases, names)]
+
+
 def missing(reason: str):
     """Skip the test because something installable is missing (a failure under CI)."""
     import pytest

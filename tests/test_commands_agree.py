@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from support import copy_checkout, every_file, run_cli
+from support import copy_checkout, every_file, run_cli, sampled
 from test_migrate import CASES as MIGRATE_CASES
 from test_newop import CASES as NEWOP_CASES
 
@@ -89,8 +89,19 @@ def test_new_op_with_an_overload_and_a_stub_verifies_clean(tmp_path):
     assert (code, failed) == (0, set()), findings
 
 
+# Run in every run (each writes and verifies a real-size checkout: heavy, CI runs every case): a
+# binary op over integer and bool, a stub and expression given, an activation with its backward, a
+# complex-capable migrate.
+LOCAL_REAL_CASES = (
+    "new-op heaviside",
+    "new-op special_laguerre_polynomial_l --stub laguerre_polynomial_l_stub --expr a + b",
+    "migrate mish mish_backward",
+    "migrate sgn",
+)
+
+
 @pytest.mark.realfiles
-@pytest.mark.parametrize("command,argv", REAL_CASES, ids=[" ".join([c, *a]) for c, a in REAL_CASES])
+@pytest.mark.parametrize("command,argv", sampled(REAL_CASES, LOCAL_REAL_CASES, ids=[" ".join([c, *a]) for c, a in REAL_CASES]))
 def test_real_change_passes_verify_and_is_idempotent(tmp_path, real_torch_files_older, command, argv):
     from conftest import assemble_real_checkout
 

@@ -8,7 +8,10 @@ What an example must do: leave the checkout as it found it when it is read-only 
 pre-migration ops may be a failing check) exit 1 with the finding printed; never a usage or input
 error (2) nor an internal one (3). One fact of its output: every op it names appears in what it
 printed (the redirected file for `> FILE`), a `--json` output is one JSON document, a `--markdown`
-one holds a table."""
+one holds a table.
+
+An example shown in several places with the same command line (the README and a --help, say) is
+run once, its test named after every place that shows it."""
 
 from __future__ import annotations
 
@@ -64,6 +67,14 @@ def help_examples() -> list[Example]:
 EXAMPLES = readme_examples() + help_examples()
 
 
+def distinct_examples() -> list[list[Example]]:
+    """The examples grouped by their command line (comments aside): each group is one run."""
+    groups: dict[tuple[str, ...], list[Example]] = {}
+    for example in EXAMPLES:
+        groups.setdefault(tuple(example.argv), []).append(example)
+    return list(groups.values())
+
+
 def test_examples_are_found_in_every_source():
     """The extraction itself: README examples of each command, and every command's --help ones."""
     from mpsgen.cli import main
@@ -71,6 +82,10 @@ def test_examples_are_found_in_every_source():
     readme = {e.argv[0] if e.argv[0] != "-C" else e.argv[2] for e in readme_examples()}
     assert readme >= {"new-op", "migrate", "verify", "try", "scan", "trace"}
     assert {e.where for e in help_examples()} == {"mpsgen --help"} | {f"mpsgen {n} --help" for n in main.commands}
+    # every example is in exactly one run, with the same command line as the rest of its run
+    groups = distinct_examples()
+    assert sorted(e.where + e.text for g in groups for e in g) == sorted(e.where + e.text for e in EXAMPLES)
+    assert all(e.argv == g[0].argv for g in groups for e in g)
 
 
 def _git(root: Path, *args: str) -> None:
@@ -159,10 +174,12 @@ def _ops(root: Path) -> set[str]:
 
 
 # trace runs a torch script in process (tens of seconds each): heavy, run by CI (tests/conftest.py)
-@pytest.mark.parametrize("example", [
-    pytest.param(e, id=f"{e.where}: {e.text}", marks=[pytest.mark.heavy] if _command(e.argv) == "trace" else [])
-    for e in EXAMPLES])
-def test_example_runs(example, tmp_path, git_fixture):
+@pytest.mark.parametrize("examples", [
+    pytest.param(group, id=" + ".join(e.where for e in group) + f": {group[0].text}",
+                 marks=[pytest.mark.heavy] if _command(group[0].argv) == "trace" else [])
+    for group in distinct_examples()])
+def test_example_runs(examples, tmp_path, git_fixture):
+    example = examples[0]
     root = tmp_path / "pytorch"
     if _overlay_ops() & set(example.argv):  # a reduction the miniature carries in its overlay (fixtures/reduce)
         from reduction_support import reduction_checkout
@@ -187,7 +204,7 @@ def test_example_runs(example, tmp_path, git_fixture):
     printed = result.stdout
     result_text = result.stdout + result.stderr
     allowed = (0, 1) if command in _VERDICT_COMMANDS else (0,)
-    assert result.exit_code in allowed, f"{example.where}: {example.text}\n{result.stderr}"
+    assert result.exit_code in allowed, f"{' + '.join(e.where for e in examples)}: {example.text}\n{result.stderr}"
     if result.exit_code == 1:
         assert "failed" in result_text or "mismatch" in result_text, result_text
     named = [word for word in argv if word in _ops(root) and word != command]
