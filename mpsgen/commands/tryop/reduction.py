@@ -18,6 +18,7 @@ output is the identity finalized)."""
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import subprocess
@@ -163,22 +164,10 @@ def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: 
             plans.append((s, None, f"{s.input} inputs are not sampled by try"))
             continue
         for case in CASES:
-            count = 1
-            for n in case.shape:
-                count *= n
-            values = _values(s.input, count, rng, case.dim is None)
-            values = [_round(torch, v, s.input) for v in values]
-            outer, size, inner = _view(case)
-            label = f"{s.prefix}_{s.input}_{s.output}#{len(runs)}"
-            runs.append({"op_type": s.op_type, "input": s.input, "output": s.output, "count": count,
-                         "data": ", ".join(_bits(s.input, v) for v in values), "outer": outer, "size": size,
-                         "inner": inner, "label": label})
+            values = [_round(torch, v, s.input) for v in _values(s.input, math.prod(case.shape), rng, case.dim is None)]
+            label = _add_run(runs, s, case, values)
             plans.append((s, case, (label, values)))
-    source = bundle(checkout, reduction.kernel_file)
-    main = Templates(checkout.root).render("try_reduction_main.cpp.j2", runs=runs, lanes=LANES)
-    program = _HOST_HEADERS + source + '#line 1 "<mpsgen try reduction driver>"\n' + main
-    outputs = _run(compiler, program, reduction.kernel_file, checkout.root)
-    by_label = {o.metal_type: o for o in outputs}
+    by_label, shown = _drive(checkout, reduction, compiler, runs)
     results = []
     for s, case, data in plans:
         dtype = METAL_TO_TORCH.get(s.input, s.input)
@@ -187,11 +176,35 @@ def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: 
                                        f"{s.prefix} {s.input}->{s.output}"))
             continue
         label, values = data
-        got = by_label.get(label)
-        if got is None:
-            raise MpsgenError(f"the try program printed no results for {label}", hint="run with --debug; this is a bug in mpsgen")
-        results.append(_compare(torch, function, s, case, values, got.values))
-    return results, compiler.path, source + '#line 1 "<mpsgen try reduction driver>"\n' + main
+        results.append(_compare(torch, function, s, case, values, _printed(by_label, label)))
+    return results, compiler.path, shown
+
+
+def _add_run(runs: list[dict], s: OpStruct, case: Case, kernel_in: list) -> str:
+    """One run of the driver (`try_reduction_main.cpp.j2`): op struct `s` over `kernel_in`, viewed
+    as `case` reduces it; its label."""
+    outer, size, inner = _view(case)
+    label = f"{s.prefix}_{s.input}_{s.output}#{len(runs)}"
+    runs.append({"op_type": s.op_type, "input": s.input, "output": s.output, "count": math.prod(case.shape),
+                 "data": ", ".join(_bits(s.input, v) for v in kernel_in), "outer": outer, "size": size,
+                 "inner": inner, "label": label})
+    return label
+
+
+def _drive(checkout: Checkout, reduction: ReductionFacts, compiler, runs: list[dict]) -> tuple[dict, str]:
+    """Compile and run the driver over `runs` with the kernel file: each run's printed values by
+    label, and the source shown (`--show-source`)."""
+    shown = bundle(checkout, reduction.kernel_file) + '#line 1 "<mpsgen try reduction driver>"\n' + \
+        Templates(checkout.root).render("try_reduction_main.cpp.j2", runs=runs, lanes=LANES)
+    outputs = _run(compiler, _HOST_HEADERS + shown, reduction.kernel_file, checkout.root)
+    return {o.metal_type: o for o in outputs}, shown
+
+
+def _printed(by_label: dict, label: str):
+    got = by_label.get(label)
+    if got is None:
+        raise MpsgenError(f"the try program printed no results for {label}", hint="run with --debug; this is a bug in mpsgen")
+    return got.values
 
 
 ORDERS = (0.0, 1.0, 2.0, 3.0, 0.5, -1.0, float("inf"), float("-inf"))
@@ -240,36 +253,23 @@ def try_reduction_orders(checkout: Checkout, op: str, reduction: ReductionFacts,
                 plans.append((None, None, order, label_text, why_not))
                 continue
             for case in CASES:
-                count = 1
-                for n in case.shape:
-                    count *= n
-                values = [_round(torch, v, pair[0]) for v in _values(pair[0], count, rng, False)]
+                values = [_round(torch, v, pair[0]) for v in _values(pair[0], math.prod(case.shape), rng, False)]
                 kernel_in = values
                 if prefix is None:
                     x = torch.tensor(values, dtype=getattr(torch, METAL_TO_TORCH[pair[0]])).abs()
                     kernel_in = x.to(getattr(torch, METAL_TO_TORCH[s.input])).pow(order).tolist()
-                outer, size, inner = _view(case)
-                label = f"{s.prefix}_{s.input}_{s.output}#{len(runs)}"
-                runs.append({"op_type": s.op_type, "input": s.input, "output": s.output, "count": count,
-                             "data": ", ".join(_bits(s.input, v) for v in kernel_in), "outer": outer,
-                             "size": size, "inner": inner, "label": label})
+                label = _add_run(runs, s, case, kernel_in)
                 reference = OpStruct(s.prefix, pair[0], pair[1], s.op_type)  # the op's own pair, for torch
                 plans.append((reference, case, order, f"{label_text}, {case.label}", (label, values)))
-    source = bundle(checkout, reduction.kernel_file)
-    main = Templates(checkout.root).render("try_reduction_main.cpp.j2", runs=runs, lanes=LANES)
-    program = _HOST_HEADERS + source + '#line 1 "<mpsgen try reduction driver>"\n' + main
-    by_label = {o.metal_type: o for o in _run(compiler, program, reduction.kernel_file, checkout.root)}
+    by_label, shown = _drive(checkout, reduction, compiler, runs)
     results = []
     for s, case, order, scalars, data in plans:
         if case is None:
             results.append(DtypeResult("", "", "", 0, 0.0, 0.0, 0, (), None, "skipped", data, scalars))
             continue
         label, values = data
-        got = by_label.get(label)
-        if got is None:
-            raise MpsgenError(f"the try program printed no results for {label}", hint="run with --debug; this is a bug in mpsgen")
-        results.append(_compare(torch, function, s, case, values, got.values, (order,), scalars))
-    return results, compiler.path, source + '#line 1 "<mpsgen try reduction driver>"\n' + main
+        results.append(_compare(torch, function, s, case, values, _printed(by_label, label), (order,), scalars))
+    return results, compiler.path, shown
 
 
 def _round(torch, v, metal_type: str):
@@ -281,17 +281,8 @@ def _round(torch, v, metal_type: str):
 def _view(case: Case) -> tuple[int, int, int]:
     shape = case.shape
     if case.dim is None:
-        total = 1
-        for n in shape:
-            total *= n
-        return 1, total, 1
-    outer = 1
-    for n in shape[: case.dim]:
-        outer *= n
-    inner = 1
-    for n in shape[case.dim + 1 :]:
-        inner *= n
-    return outer, shape[case.dim], inner
+        return 1, math.prod(shape), 1
+    return math.prod(shape[: case.dim]), shape[case.dim], math.prod(shape[case.dim + 1 :])
 
 
 def _reference(torch, function, s: OpStruct, case: Case, values, args: tuple = ()):
