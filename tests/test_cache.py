@@ -17,6 +17,18 @@ CMI = "torch/testing/_internal/common_methods_invocations.py"
 NF = "aten/src/ATen/native/native_functions.yaml"
 
 
+@pytest.fixture(autouse=True)
+def disk_only(monkeypatch):
+    """These tests are about the user cache on disk: the process's memo, which a test before may
+    have filled with the same texts, is empty and keeps nothing (its own tests turn it back on)."""
+    from mpsgen.read import cache
+
+    cache.forget()
+    monkeypatch.setattr(cache, "MEMO_SIZE", 0)
+    yield
+    cache.forget()
+
+
 @pytest.mark.parametrize("argv", [["migrate", "mish"], ["migrate", "atan2", "xlogy"], ["new-op", "hypot"]])
 def test_dry_run_is_the_same_without_cache_with_a_cold_and_with_a_warm_one(tmp_path, monkeypatch, argv):
     root = copy_checkout(tmp_path)
@@ -147,5 +159,58 @@ def test_kernel_readings_are_cached_while_the_file_and_its_headers_hash_the_same
 
     with pytest.raises(AssertionError, match="read afresh"):  # a header it read changed: not from the cache
         metalread.read_kernel_cached(root, text, rel, edited)
-    with pytest.raises(AssertionError, match="read afresh"):  # an edited text (root None) is never cached
+    with pytest.raises(AssertionError, match="read afresh"):  # an edited text (root None) is never on disk
         metalread.read_kernel_cached(None, text, rel, read)
+
+
+def test_the_memo_serves_the_same_text_from_another_checkout_and_an_edited_text(tmp_path, monkeypatch):
+    """The process's memo keys an index by its text: a second copy of the checkout, or the same
+    edit planned again (root None, never on disk), is read without the preprocessor; a header the
+    reading looked at that changed is read afresh; MPSGEN_NO_CACHE=1 reads everything afresh."""
+    from mpsgen.read import cache, metalread
+
+    monkeypatch.setattr(cache, "MEMO_SIZE", 512)
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    one, two = copy_checkout(tmp_path / "one"), copy_checkout(tmp_path / "two")
+    rel = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    text = (one / rel).read_text()
+    edited_text = text + "\n// an edit\n"
+
+    def reader(root):
+        def read(name):
+            path = root / name
+            return path.read_text() if path.is_file() else None
+        return read
+
+    first = metalread.read_kernel_cached(one, text, rel, reader(one))
+    edited = metalread.read_kernel_cached(None, edited_text, rel, reader(one))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read afresh")
+
+    monkeypatch.setattr(metalread, "read_kernel", refuse)
+    assert metalread.read_kernel_cached(two, text, rel, reader(two)) == first
+    assert not cache_file(two, f"kernel-reading-{metalread._READING_FORMAT}", rel).exists()
+    assert metalread.read_kernel_cached(None, edited_text, rel, reader(two)) == edited
+    utils = two / "c10/metal/utils.h"
+    utils.write_text(utils.read_text() + "\n// edited\n")
+    with pytest.raises(AssertionError, match="read afresh"):
+        metalread.read_kernel_cached(two, text, rel, reader(two))
+    with pytest.raises(AssertionError, match="read afresh"):
+        metalread.read_kernel_cached(None, edited_text, rel, reader(two))
+    monkeypatch.setenv("MPSGEN_NO_CACHE", "1")
+    with pytest.raises(AssertionError, match="read afresh"):
+        metalread.read_kernel_cached(one, text, rel, reader(one))
+
+
+def test_the_memo_keeps_the_most_recently_used(monkeypatch):
+    from mpsgen.read import cache
+
+    monkeypatch.setattr(cache, "MEMO_SIZE", 2)
+    calls = []
+
+    def index(text):
+        return cached_index(None, "f.py", text, "k", lambda: calls.append(text) or len(text))
+
+    assert [index("a"), index("bb"), index("a"), index("ccc"), index("a"), index("bb")] == [1, 2, 1, 3, 1, 2]
+    assert calls == ["a", "bb", "ccc", "bb"]  # "bb" was the least recently used when "ccc" came

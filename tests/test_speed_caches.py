@@ -13,6 +13,18 @@ from mpsgen.read import cpp
 from mpsgen.read.checkout import Checkout
 from support import FIXTURE_CHECKOUT, copy_checkout, run_cli
 
+
+@pytest.fixture(autouse=True)
+def disk_only(monkeypatch):
+    """These tests are about what the user cache on disk keeps: the process's memo
+    (`mpsgen.read.cache._MEMO`, tests/test_cache.py) is empty and keeps nothing."""
+    from mpsgen.read import cache
+
+    cache.forget()
+    monkeypatch.setattr(cache, "MEMO_SIZE", 0)
+    yield
+    cache.forget()
+
 HOST = """\
 namespace at::native {
 // a comment with { a brace

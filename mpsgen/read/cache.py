@@ -8,7 +8,13 @@ text it was computed from, and used only when the text at hand hashes to that SH
 the key, size and mtime only say which version was seen. A missing, corrupt, foreign-version or
 mismatching cache file is ignored and rebuilt; writes go to a temporary file renamed into place, and
 a cache directory that cannot be written to simply means running without the cache. Nothing is ever
-written inside the checkout.
+written inside the checkout. Within one process, indexes are also kept in memory by their text's
+SHA-256 (`cached_index`'s memo), an edited text's too.
+
+A result (`cached_result`) is JSON data a tool computed from inputs named in full by the caller (the
+host compiler's verdict on a kernel file: the compiler, its command line and every byte it reads).
+It is stored under `<cache dir>/<kind>/<SHA-256 of the inputs>.json`, so any checkout with the same
+bytes shares it; the least recently used go when a kind holds more than `RESULTS_KEPT`.
 
 The cache directory is `$MPSGEN_CACHE_DIR` when set, else the platform's user cache directory
 (platformdirs: `$XDG_CACHE_HOME/mpsgen` or `~/.cache/mpsgen` on Linux, `~/Library/Caches/mpsgen` on
@@ -24,7 +30,8 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -77,20 +84,30 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
                  valid: Callable[[Any], bool] | None = None) -> Any:
     """`build()` (JSON data computed from `text`, the current text of `rel`), taken from the cache
     when it holds the index of exactly this text (and `valid(data)` holds: e.g. the other files it
-    was computed from are unchanged too). `root=None` (e.g. text edited in memory) builds."""
-    if root is None or not cache_enabled():
+    was computed from are unchanged too). The process's memo (`_MEMO`) is asked first, then the
+    user cache; `root=None` (e.g. text edited in memory) is kept in the memo only, never on disk.
+    The data is shared: callers read it and never change it."""
+    if not cache_enabled():
         return build()
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    memo_key = (kind, rel, digest)
+    if memo_key in _MEMO:
+        data = _MEMO[memo_key]
+        if valid is None or valid(data):
+            _MEMO.move_to_end(memo_key)
+            return data
+    if root is None:
+        return _remember(memo_key, build())
     try:
         path = cache_file(root, kind, rel)
     except (OSError, RuntimeError):  # no home directory to find the cache in
-        return build()
+        return _remember(memo_key, build())
     stored = _load(path)
     if stored is not None and stored.get("format") == FORMAT and stored.get("kind") == kind \
             and stored.get("path") == rel and stored.get("sha256") == digest and "data" in stored \
             and (valid is None or valid(stored["data"])):
-        return stored["data"]
-    data = build()
+        return _remember(memo_key, stored["data"])
+    data = _remember(memo_key, build())
     try:
         stat = (root / rel).stat()
         size, mtime_ns = stat.st_size, stat.st_mtime_ns
@@ -99,6 +116,75 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
     _store(path, {"format": FORMAT, "kind": kind, "path": rel, "root": str(root), "size": size,
                   "mtime_ns": mtime_ns, "sha256": digest, "data": data})
     return data
+
+
+# The indexes this process computed or loaded, by (kind, path, SHA-256 of the text): a test run or a
+# library user reading the same texts again (another copy of a checkout, an edit planned twice) gets
+# them without the preprocessor or the disk. Bounded: the least recently used go first.
+_MEMO: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+MEMO_SIZE = 512
+
+
+def _remember(key: tuple[str, str, str], data: Any) -> Any:
+    _MEMO[key] = data
+    _MEMO.move_to_end(key)
+    while len(_MEMO) > MEMO_SIZE:
+        _MEMO.popitem(last=False)
+    return data
+
+
+def forget() -> None:
+    """Empty the process's memo (the user cache on disk is left as it is)."""
+    _MEMO.clear()
+
+
+RESULTS_KEPT = 256
+
+
+def cached_result(kind: str, inputs: Iterable[str | bytes], run: Callable[[], dict]) -> dict:
+    """`run()` (JSON data), taken from `<cache dir>/<kind>/` when a result of exactly these
+    `inputs` (everything the result depends on, in order) is kept there. A `run()` that raises is
+    not kept."""
+    if not cache_enabled():
+        return run()
+    digest = hashlib.sha256()
+    for part in inputs:
+        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    key = digest.hexdigest()
+    try:
+        folder = cache_dir() / kind
+    except (OSError, RuntimeError):  # no home directory to find the cache in
+        return run()
+    path = folder / f"{key}.json"
+    stored = _load(path)
+    if stored is not None and stored.get("format") == FORMAT and stored.get("kind") == kind \
+            and stored.get("sha256") == key and isinstance(stored.get("data"), dict):
+        try:
+            os.utime(path)  # recently used: kept when older ones go
+        except OSError:
+            pass
+        return stored["data"]
+    result = run()
+    _store(path, {"format": FORMAT, "kind": kind, "sha256": key, "data": result})
+    _prune(folder, RESULTS_KEPT)
+    return result
+
+
+def _prune(folder: Path, keep: int) -> None:
+    """Remove the least recently used results of `folder` beyond the `keep` newest."""
+    try:
+        entries = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(folder) if e.name.endswith(".json")]
+    except OSError:
+        return
+    if len(entries) <= keep:
+        return
+    for _, path in sorted(entries)[: len(entries) - keep]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def _load(path: Path) -> dict | None:
