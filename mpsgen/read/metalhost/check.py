@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpsgen.model import Location
+from mpsgen.read.cache import cached_result
 from mpsgen.read.cpp import mask_code
 from mpsgen.read.metalhost.compiler import (
     PRELUDE_DIR,
@@ -68,7 +70,7 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
         tree = copy_tree(root, rel_path, Path(work), main_text=text, texts=texts)
         command = compiler.syntax_command(tree.main, include_roots(Path(work)))
         try:
-            ran = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+            ran = run_compiler(compiler, command, Path(work))
         except subprocess.TimeoutExpired:
             return CompileResult(rel_path, FAILED, ((Location(rel_path, 1), f"the host compiler took more than {COMPILE_TIMEOUT:.0f} s"),),
                                  compiler=compiler.path, seconds=time.perf_counter() - started, command=tuple(command))
@@ -99,6 +101,45 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
                          seconds=seconds, command=tuple(command), contexts=contexts)
 
 
+@dataclass(frozen=True)
+class CompilerRun:
+    returncode: int
+    stderr: str
+
+
+# Variables the host compilers read include directories and programs from.
+_COMPILER_ENV = ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH", "OBJCPLUS_INCLUDE_PATH", "GCC_EXEC_PREFIX",
+                 "COMPILER_PATH", "SDKROOT")
+_WORK = "@mpsgen-work@"
+
+
+def run_compiler(compiler: Compiler, command: list[str], work: Path) -> CompilerRun:
+    """The host compiler's exit status and messages for `command` on the files copied into `work`,
+    kept in the user cache (`mpsgen.read.cache.cached_result`) under everything the verdict
+    depends on: the compiler (its resolved path, size and modification time), the command line,
+    the variables it reads include paths from, and every byte of the copied tree and of mpsgen's
+    prelude. The same kernel file with the same headers is compiled once, whichever checkout holds
+    it; any changed byte compiles afresh. A timeout or a compiler that cannot start is not kept."""
+    real = os.path.realpath(compiler.path)
+    try:
+        stat = os.stat(real)
+        identity = f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}\0{compiler.family}"
+    except OSError:
+        identity = f"{real}\0?\0{compiler.family}"
+    inputs: list[str | bytes] = [identity, "\0".join(c.replace(str(work), _WORK) for c in command)]
+    inputs += [f"{name}={os.environ.get(name, '')}" for name in _COMPILER_ENV]
+    for base, label in ((work, _WORK), (PRELUDE_DIR, "@prelude@")):
+        for path in sorted(p for p in base.rglob("*") if p.is_file()):
+            inputs += [f"{label}/{path.relative_to(base).as_posix()}", path.read_bytes()]
+
+    def run() -> dict:
+        ran = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+        return {"returncode": ran.returncode, "stderr": ran.stderr.replace(str(work), _WORK)}
+
+    data = cached_result("metal-compile", inputs, run)
+    return CompilerRun(data["returncode"], data["stderr"].replace(_WORK, str(work)))
+
+
 def headers_unreadable(root: Path, rel_path: str, text: str, compiler: Compiler, stderr: str) -> str | None:
     """Why the host compiler cannot check `rel_path` at all, or None: errors located in the
     checkout's headers (not in `rel_path`, not in the prelude) that compiling the file's #include
@@ -117,8 +158,7 @@ def headers_unreadable(root: Path, rel_path: str, text: str, compiler: Compiler,
     with tempfile.TemporaryDirectory(prefix="mpsgen-metal-") as work:
         tree = copy_tree(root, rel_path, Path(work), main_text=probe)
         try:
-            ran = subprocess.run(compiler.syntax_command(tree.main, include_roots(Path(work))), capture_output=True,
-                                 text=True, timeout=COMPILE_TIMEOUT)
+            ran = run_compiler(compiler, compiler.syntax_command(tree.main, include_roots(Path(work))), Path(work))
         except (subprocess.TimeoutExpired, OSError):
             return None
     reproduced = [d for d in parse_diagnostics(ran.stderr) if (d.location, d.message) in in_headers]

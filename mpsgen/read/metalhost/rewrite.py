@@ -7,6 +7,7 @@ Comments and string literals are never touched (they are found with `cpp.mask_co
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -221,6 +222,7 @@ def _address_space_twins(code: str) -> list[tuple[int, int]]:
     return spans
 
 
+@functools.lru_cache(maxsize=128)  # a pure function of the text; headers recur in every compile
 def rewrite_metal(text: str) -> str:
     """`text` with Metal-only spellings turned into what the prelude understands, every change
     inside one line: `0.5` -> `0.5f`, `1.5h` -> `1.5_mpsgen_h`, `v.zw` -> `v.zw()`,
