@@ -169,7 +169,7 @@ def test_the_memo_serves_the_same_text_from_another_checkout_and_an_edited_text(
     reading looked at that changed is read afresh; MPSGEN_NO_CACHE=1 reads everything afresh."""
     from mpsgen.read import cache, metalread
 
-    monkeypatch.setattr(cache, "MEMO_SIZE", 512)
+    monkeypatch.setattr(cache, "MEMO_SIZE", 4096)
     monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
     one, two = copy_checkout(tmp_path / "one"), copy_checkout(tmp_path / "two")
     rel = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
@@ -214,3 +214,36 @@ def test_the_memo_keeps_the_most_recently_used(monkeypatch):
 
     assert [index("a"), index("bb"), index("a"), index("ccc"), index("a"), index("bb")] == [1, 2, 1, 3, 1, 2]
     assert calls == ["a", "bb", "ccc", "bb"]  # "bb" was the least recently used when "ccc" came
+
+
+def test_a_text_read_with_other_headers_keeps_each_reading(tmp_path, monkeypatch):
+    """A kernel file read once with a header as the checkout has it and once as a plan edits it
+    (scan confirms candidates that edit a kernels/*.h and candidates that do not) keeps both
+    readings: alternating between them reads nothing afresh."""
+    from mpsgen.read import cache, metalread
+
+    monkeypatch.setattr(cache, "MEMO_SIZE", 4096)
+    root = copy_checkout(tmp_path)
+    rel = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    text = (root / rel).read_text()
+    utils = "c10/metal/utils.h"
+
+    def reader(extra):
+        def read(name):
+            path = root / name
+            found = path.read_text() if path.is_file() else None
+            return found + extra if name == utils and found is not None else found
+        return read
+
+    plain = metalread.read_kernel_cached(None, text, rel, reader(""))
+    edited = metalread.read_kernel_cached(None, text, rel, reader("\n// planned\n"))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read afresh")
+
+    monkeypatch.setattr(metalread, "read_kernel", refuse)
+    for _ in range(2):
+        assert metalread.read_kernel_cached(None, text, rel, reader("")) == plain
+        assert metalread.read_kernel_cached(None, text, rel, reader("\n// planned\n")) == edited
+    with pytest.raises(AssertionError, match="read afresh"):
+        metalread.read_kernel_cached(None, text, rel, reader("\n// another\n"))

@@ -91,8 +91,7 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
         return build()
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     memo_key = (kind, rel, digest)
-    if memo_key in _MEMO:
-        data = _MEMO[memo_key]
+    for data in _MEMO.get(memo_key, ()):
         if valid is None or valid(data):
             _MEMO.move_to_end(memo_key)
             return data
@@ -120,13 +119,15 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
 
 # The indexes this process computed or loaded, by (kind, path, SHA-256 of the text): a test run or a
 # library user reading the same texts again (another copy of a checkout, an edit planned twice) gets
-# them without the preprocessor or the disk. Bounded: the least recently used go first.
-_MEMO: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
-MEMO_SIZE = 512
+# them without the preprocessor or the disk. A text read with other headers (`valid` tells) keeps up
+# to VARIANTS readings, the newest first. Bounded: the least recently used texts go first.
+_MEMO: OrderedDict[tuple[str, str, str], list[Any]] = OrderedDict()
+MEMO_SIZE = 4096
+VARIANTS = 4
 
 
 def _remember(key: tuple[str, str, str], data: Any) -> Any:
-    _MEMO[key] = data
+    _MEMO[key] = [data, *_MEMO.get(key, ())][:VARIANTS]
     _MEMO.move_to_end(key)
     while len(_MEMO) > MEMO_SIZE:
         _MEMO.popitem(last=False)
