@@ -141,7 +141,13 @@ _DECLARATION_KEYWORDS = {"static_assert", "using", "typedef", "template", "exter
 
 def identifiers(masked_text: str) -> Counter[str]:
     """Identifiers in code: `masked_text` comes from `mask_code`, so comments and literals are gone.
-    Numbers (`0x1f`, `1.5e3f`) do not contribute."""
+    Numbers (`0x1f`, `1.5e3f`) do not contribute. The caller's own Counter (a copy of the last
+    texts' counts, kept in process: a scan plans the same host files once per candidate)."""
+    return Counter(_identifiers(masked_text))
+
+
+@functools.lru_cache(maxsize=64)
+def _identifiers(masked_text: str) -> Counter[str]:
     return Counter(_IDENT.findall(masked_text))
 
 
@@ -183,8 +189,13 @@ class Definition:
 
 
 def find_directives(text: str, masked: str | None = None) -> list[Directive]:
-    """Preprocessor directives of `text`, each with its continuation lines."""
-    masked = mask_code(text) if masked is None else masked
+    """Preprocessor directives of `text`, each with its continuation lines (the last texts' kept in
+    process, as `identifiers`)."""
+    return list(_find_directives(text, mask_code(text) if masked is None else masked))
+
+
+@functools.lru_cache(maxsize=64)
+def _find_directives(text: str, masked: str) -> tuple[Directive, ...]:
     index = LineIndex(text)
     out: list[Directive] = []
     pos, n = 0, len(text)
@@ -204,7 +215,7 @@ def find_directives(text: str, masked: str | None = None) -> list[Directive]:
             pos = stop
         else:
             pos = eol + 1
-    return out
+    return tuple(out)
 
 
 def conditions_by_line(text: str, masked: str | None = None) -> list[tuple[str, ...]]:
