@@ -71,17 +71,10 @@ _WHEEL_LAYOUT = (
 
 def pytest_collection_modifyitems(config, items):
     """Tests marked `heavy` are skipped, with the reason, unless CI=true or MPSGEN_TESTS=all (the
-    run's first lines say so). The tests of a module that use one of its module-scoped fixtures (a
-    checkout every catalog body was written into, a scan report, compiled shims) run on one worker
-    (pytest-xdist's `--dist loadgroup`, pyproject.toml), so the fixture is built once, not once per
-    worker."""
+    run's first lines say so). (Each module's tests run on one worker, `--dist loadscope` in
+    pyproject.toml, so a module-scoped fixture is built once per run.)"""
     from support import HEAVY_SKIP, run_heavy
 
-    for item in items:
-        infos = getattr(item, "_fixtureinfo", None)
-        defs = infos.name2fixturedefs if infos is not None else {}
-        if any(d and d[-1].scope == "module" for d in defs.values()):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     if run_heavy():
         return
     for item in items:
