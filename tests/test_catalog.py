@@ -424,18 +424,28 @@ class Result:
     output: object
 
 
+_SHIM_RUNS: dict[str, dict] = {}  # spelling -> shim_run's result: pytest may set the fixture up again
+
+
 @pytest.fixture(scope="module", params=sorted(SPELLINGS))
 def shim_run(request, tmp_path_factory):
     """The rendered catalog compiled and run, once per namespace spelling (the short one under
-    the `using namespace` lines a kernel file would have)."""
+    the `using namespace` lines a kernel file would have), once per process: pytest sets a module
+    fixture up again each time the order of parametrized tests switches spelling."""
+    if request.param not in _SHIM_RUNS:
+        _SHIM_RUNS[request.param] = _compile_and_run_shim(request.param, tmp_path_factory)
+    return _SHIM_RUNS[request.param]
+
+
+def _compile_and_run_shim(spelling: str, tmp_path_factory) -> dict:
     compiler = shutil.which("g++")
     if compiler is None:
         from support import missing
 
         missing("g++ is not installed: the functor bodies cannot be compiled and run without it")
-    work = tmp_path_factory.mktemp(f"shim-{request.param}")
+    work = tmp_path_factory.mktemp(f"shim-{spelling}")
     source = work / "functors.cpp"
-    source.write_text(build_program(request.param), encoding="utf-8")
+    source.write_text(build_program(spelling), encoding="utf-8")
     binary = work / "functors"
     # -Werror=double-promotion: no double math hidden in float code (Metal has no double).
     # -Werror=float-conversion: every narrowing float conversion in a body is written as a cast.

@@ -250,18 +250,28 @@ class Result:
     imag: tuple = ()  # the imaginary parts (complex types)
 
 
+_SHIM_RESULTS: dict[str, object] = {}  # spelling -> shim_results' result: pytest may set the fixture up again
+
+
 @pytest.fixture(scope="module", params=sorted(SPELLINGS))
 def shim_results(request, tmp_path_factory):
     """The rendered params bodies compiled and run, once per namespace spelling (the short one under
-    the `using namespace` lines a kernel file would have)."""
+    the `using namespace` lines a kernel file would have), once per process (as test_catalog's
+    shim_run)."""
+    if request.param not in _SHIM_RESULTS:
+        _SHIM_RESULTS[request.param] = _compile_and_run_shim(request.param, tmp_path_factory)
+    return _SHIM_RESULTS[request.param]
+
+
+def _compile_and_run_shim(spelling: str, tmp_path_factory):
     compiler = shutil.which("g++")
     if compiler is None:
         from support import missing
 
         missing("g++ is not installed: the functor bodies cannot be compiled and run without it")
-    work = tmp_path_factory.mktemp(f"params-shim-{request.param}")
+    work = tmp_path_factory.mktemp(f"params-shim-{spelling}")
     source = work / "params.cpp"
-    source.write_text(build_program(request.param), encoding="utf-8")
+    source.write_text(build_program(spelling), encoding="utf-8")
     binary = work / "params"
     built = subprocess.run(
         [compiler, "-std=c++17", "-O1", "-Wall", "-Werror=double-promotion", "-Werror=float-conversion",

@@ -45,7 +45,10 @@ def test_an_install_skip_fails_under_ci_and_a_platform_skip_does_not(tmp_path, c
         shutil.copy(HERE / name, tmp_path / name)
     (tmp_path / "test_cases.py").write_text(CASES, encoding="utf-8")
     env = dict(os.environ, CI=ci)
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs", str(tmp_path)],
+    # --basetemp of its own: the inner run must not clear the outer runs' numbered temp directories
+    # (pytest keeps the last three and deletes the rest: tens of thousands of files after a full run)
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs",
+                             f"--basetemp={tmp_path / 'inner-tmp'}", str(tmp_path)],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     # the counts that matter; a warning the inner run may print (e.g. about its own cache) is not one
     last = re.sub(r", \d+ warnings?", "", result.stdout.strip().splitlines()[-1])

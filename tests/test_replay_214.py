@@ -154,17 +154,29 @@ def _entries_by_name(common_mps: str, opinfos: str) -> dict[str, frozenset[tuple
             for k, v in zip(node.value.keys, node.value.values):
                 if isinstance(k, ast.Constant) and isinstance(k.value, str):
                     found[k.value].add((table, k.value, ast.unparse(v)))
-    for node in ast.walk(ast.parse(opinfos)):
-        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)):
-            continue
-        name = node.args[0].value
-        for kw in node.keywords:
-            if kw.arg == "dtypesIfMPS":
-                found[name].add(("OpInfo", name, "dtypesIfMPS", ast.unparse(kw.value)))
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Call) and getattr(inner.func, "id", "") == "DecorateInfo" and _is_mps(inner):
-                found[name].add(("OpInfo", name, ast.unparse(inner)))
+    # One walk of the OpInfo file: a call whose first argument is a string names what it holds, and
+    # each MPS DecorateInfo counts for every such call it lies in (itself included).
+    named: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        pushed = isinstance(node, ast.Call) and bool(node.args) and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str)
+        if pushed:
+            name = node.args[0].value
+            named.append(name)
+            for kw in node.keywords:
+                if kw.arg == "dtypesIfMPS":
+                    found[name].add(("OpInfo", name, "dtypesIfMPS", ast.unparse(kw.value)))
+        if named and isinstance(node, ast.Call) and getattr(node.func, "id", "") == "DecorateInfo" and _is_mps(node):
+            text = ast.unparse(node)
+            for name in named:
+                found[name].add(("OpInfo", name, text))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+        if pushed:
+            named.pop()
+
+    visit(ast.parse(opinfos))
     return {name: frozenset(entries) for name, entries in found.items()}
 
 
