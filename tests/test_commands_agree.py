@@ -104,12 +104,10 @@ def test_new_op_with_an_overload_and_a_stub_verifies_clean(tmp_path):
 
 
 # Run in every run (each writes and verifies a real-size checkout: heavy, CI runs every case): a
-# binary op over integer and bool, a stub and expression given, an activation with its backward, a
-# complex-capable migrate.
+# binary op over integer and bool, a complex-capable migrate (the fixture cases above cover a stub
+# and expression given, and an activation with its backward).
 LOCAL_REAL_CASES = (
     "new-op heaviside",
-    "new-op special_laguerre_polynomial_l --stub laguerre_polynomial_l_stub --expr a + b",
-    "migrate mish mish_backward",
     "migrate sgn",
 )
 

@@ -14,7 +14,7 @@ import test_params
 import test_realfiles_pipeline
 from mpsgen.edit.apply import line_opcodes
 from mpsgen.edit.clangformat import Formatter, added_line_ranges, lines_to_rewrite, replacements
-from support import FIXTURE_CHECKOUT, PYTORCH_CLANG_FORMAT, copy_checkout, pytorch_clang_format, run_cli, snapshot
+from support import FIXTURE_CHECKOUT, PYTORCH_CLANG_FORMAT, copy_checkout, pytorch_clang_format, run_cli, sampled, snapshot
 
 MPS = "aten/src/ATen/native/mps"
 BINARY_METAL = f"{MPS}/kernels/BinaryKernel.metal"
@@ -99,7 +99,9 @@ def real_fixture_headers_checkout(tmp_path, real_torch_files):
 
 
 @pytest.mark.realfiles
-@pytest.mark.parametrize(("command", "ops"), REAL_CASES, ids=[f"{c}-{'-'.join(o)}" for c, o in REAL_CASES])
+# Run in every run (CI runs every case): an activation with its backward, a new binary op.
+@pytest.mark.parametrize(("command", "ops"), sampled(REAL_CASES, ("migrate-mish-mish_backward", "new-op-heaviside"),
+                                                     ids=[f"{c}-{'-'.join(o)}" for c, o in REAL_CASES]))
 def test_real_size_checkout_cases_add_only_clean_lines(real_fixture_headers_checkout, command, ops):
     real_checkout = real_fixture_headers_checkout
     pytorch_clang_format()
@@ -112,7 +114,9 @@ def test_real_size_checkout_cases_add_only_clean_lines(real_fixture_headers_chec
 
 
 @pytest.mark.realfiles
-@pytest.mark.parametrize(("command", "ops"), REAL_PARAMS_CASES, ids=[f"{c}-{'-'.join(o)}" for c, o in REAL_PARAMS_CASES])
+# Run in every run (CI runs every case, all five in one run too): a backward params op.
+@pytest.mark.parametrize(("command", "ops"), sampled(REAL_PARAMS_CASES, ("migrate-hardtanh_backward",),
+                                                     ids=[f"{c}-{'-'.join(o)}" for c, o in REAL_PARAMS_CASES]))
 def test_real_size_params_cases_add_only_clean_lines(real_checkout_older, command, ops):
     real_checkout = real_checkout_older  # softplus is native on 2.15
     pytorch_clang_format()

@@ -36,6 +36,7 @@ def test_real_yaml_has_the_documented_migration_candidates(real_torch_files_olde
     assert {"sgn", "acosh", "asinh", "atanh", "frac", "mish", "sigmoid_backward", "logit_backward"} <= names
 
 
+@pytest.mark.heavy  # every candidate of the real file, one migrate each: CI runs it
 def test_migrate_yaml_edit_is_exact_and_minimal_for_every_candidate(real_torch_files):
     text = (real_torch_files / NF).read_text()
     nf = NativeFunctions(text, NF)

@@ -84,6 +84,7 @@ def test_tier_filters_the_candidates(fixture_checkout):
                                                     "(tiers are ready, reduce, expr, port)\n")
 
 
+@pytest.mark.heavy  # a new-op and verify of every op listed: CI runs it
 def test_new_op_lists_what_new_op_takes_easiest_first_and_each_completes(fixture_checkout, tmp_path):
     result = run_cli(["-C", str(fixture_checkout), "scan", "--new-op", "--json"])
     assert result.exit_code == 0, result.stderr
