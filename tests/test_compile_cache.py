@@ -5,6 +5,7 @@ or compiler setting compiles afresh, and what did not finish is never kept."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,13 +23,15 @@ needs_compiler = needs(None if find_compiler()[0] is not None else "no C++ compi
 
 @pytest.fixture
 def compiles(tmp_path, monkeypatch):
-    """The compiler runs of this test (their command lines), in a cache directory of its own."""
+    """The kernel-file checks of this test (their command lines; not the one-time build of the
+    precompiled prelude), in a cache directory of its own."""
     monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
     ran: list[list[str]] = []
     real_run = subprocess.run
 
     def counting(command, *args, **kwargs):
-        ran.append(list(command))
+        if "-fsyntax-only" in command:
+            ran.append(list(command))
         return real_run(command, *args, **kwargs)
 
     monkeypatch.setattr(subprocess, "run", counting)
@@ -123,3 +126,50 @@ def test_inputs_are_delimited(tmp_path, monkeypatch):
     assert cache.cached_result("k", ["ab", "c"], lambda: {"v": 1}) == {"v": 1}
     assert cache.cached_result("k", ["a", "bc"], lambda: {"v": 2}) == {"v": 2}
     assert cache.cached_result("k", ["ab", b"c"], lambda: {"v": 3}) == {"v": 1}
+
+
+
+@needs_compiler
+def test_the_precompiled_prelude_gives_the_same_verdicts_and_a_bad_one_is_read_as_the_header(tmp_path, monkeypatch):
+    """g++ checks a kernel file with the prelude precompiled once into the user cache: the same
+    diagnostics (naming the prelude's own files) as with the plain prelude; a precompiled file g++
+    cannot use is passed over for the header it came from; clang and MPSGEN_NO_CACHE=1 read the
+    plain prelude."""
+    from mpsgen.read.metalhost import compiler as host
+
+    compiler = find_compiler()[0]
+    if compiler.family != "gcc":
+        pytest.skip(f"the precompiled prelude is g++'s; this compiler is {compiler.path}")
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    root = copy_checkout(tmp_path)
+    text = _broken(root)
+    header = host.precompiled_prelude(compiler)
+    assert header is not None and header.is_relative_to(tmp_path / "cache" / "pch")
+    assert header.read_text() == f'#include "{host.PRELUDE}"\n' and header.with_name(header.name + ".gch").is_file()
+    command = compiler.syntax_command(Path("k.metal"), ())
+    assert command[command.index("-include") + 1] == str(header)
+    with_pch = compile_metal_file(root, BINARY, text=text)
+    header.with_name(header.name + ".gch").write_bytes(b"not a precompiled header")
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache-2"))  # no kept verdicts, a new .gch
+    (tmp_path / "cache-2" / "pch").mkdir(parents=True)
+    bad = tmp_path / "cache-2" / "pch" / header.parent.name
+    bad.mkdir()
+    (bad / header.name).write_text(header.read_text())
+    (bad / (header.name + ".gch")).write_bytes(b"not a precompiled header")
+    assert host.precompiled_prelude(compiler) == bad / header.name
+    with_bad_pch = compile_metal_file(root, BINARY, text=text)
+    monkeypatch.setenv("MPSGEN_NO_CACHE", "1")
+    assert host.precompiled_prelude(compiler) is None
+    command = compiler.syntax_command(Path("k.metal"), ())
+    assert command[command.index("-include") + 1] == str(host.PRELUDE)
+    plain = compile_metal_file(root, BINARY, text=text)
+    assert with_pch.status == with_bad_pch.status == plain.status == "failed"
+    assert with_pch.diagnostics == with_bad_pch.diagnostics == plain.diagnostics
+    assert with_pch.contexts == with_bad_pch.contexts == plain.contexts
+    assert compile_metal_file(root, BINARY).status == "passed"
+    monkeypatch.delenv("MPSGEN_NO_CACHE")
+    shutil.rmtree(tmp_path / "cache-2")  # the user emptied the cache: built again, not a missing -include
+    rebuilt = host.precompiled_prelude(compiler)
+    assert rebuilt is not None and rebuilt.is_file() and rebuilt.with_name(rebuilt.name + ".gch").stat().st_size > 1000
+    clang = host.Compiler("/usr/bin/clang++", "clang")
+    assert host.precompiled_prelude(clang) is None

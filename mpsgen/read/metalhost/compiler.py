@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from mpsgen.model import Location
+from mpsgen.read.cache import cache_dir, cache_enabled
 
 PRELUDE_DIR = Path(__file__).resolve().parent / "include"
 PRELUDE = PRELUDE_DIR / "mpsgen_metal.h"
@@ -28,18 +32,25 @@ class Compiler:
     family: str  # "gcc" or "clang"
 
     def syntax_command(self, source: Path, include_dirs: tuple[Path, ...]) -> list[str]:
-        return [self.path, *self.base_flags(include_dirs), *self.prelude_first(), "-fsyntax-only", str(source)]
+        return [self.path, *self.base_flags(include_dirs), *self.prelude_first(precompiled=True), "-fsyntax-only",
+                str(source)]
 
     def build_command(self, source: Path, include_dirs: tuple[Path, ...], output: Path) -> list[str]:
         # -O0: the program runs a few thousand functor calls; optimising costs more (0.8 s vs 0.3 s
         # for BinaryKernel.metal) than it saves, and float results are the same (SSE, no contraction).
         return [self.path, *self.base_flags(include_dirs), "-O0", str(source), "-o", str(output)]
 
-    def prelude_first(self) -> list[str]:
+    def prelude_first(self, precompiled: bool = False) -> list[str]:
         """The prelude read before the source's first line, as the Metal compiler has its types and
         `__METAL__` before any line: a header that tests `#ifdef __METAL__` before including
         <metal_stdlib> (2.15's c10/metal/common.h, included first through a kernels/*.h) takes its
-        Metal branch. (A host driver that must come first includes <metal_stdlib> itself instead.)"""
+        Metal branch. (A host driver that must come first includes <metal_stdlib> itself instead.)
+        `precompiled`: through `precompiled_prelude` where there is one (g++ reads the prelude in
+        ~0.02 s instead of ~0.17 s, most of a kernel file's check)."""
+        if precompiled:
+            header = precompiled_prelude(self)
+            if header is not None:
+                return ["-include", str(header)]
         return ["-include", str(PRELUDE)]
 
     def base_flags(self, include_dirs: tuple[Path, ...]) -> list[str]:
@@ -51,6 +62,74 @@ class Compiler:
         flags.append(f"-I{PRELUDE_DIR}")
         flags.extend(f"-I{d}" for d in include_dirs)
         return flags
+
+
+PCH_TIMEOUT = 120.0
+_PCH_HEADER = "mpsgen_prelude.h"
+_PRECOMPILED: dict[tuple[Compiler, str], Path | None] = {}
+
+
+def precompiled_prelude(compiler: Compiler) -> Path | None:
+    """g++ only: a header that includes the prelude (by its path, so diagnostics name the prelude's
+    own files), with its precompiled form (`.gch`) beside it, in the user cache
+    (`<cache dir>/pch/<key>/`, the key hashing the compiler's resolved path, size and modification
+    time, the flags and every file of the prelude); built once (~0.5 s), atomically. None, and the
+    plain prelude is read, for clang, with the cache off or unwritable, or when the build fails.
+    g++ itself ignores a precompiled header it cannot use and reads the header instead."""
+    if compiler.family != "gcc" or not cache_enabled():
+        return None
+    try:
+        root = cache_dir() / "pch"
+    except (OSError, RuntimeError):
+        return None
+    memo = (compiler, str(root))
+    known = _PRECOMPILED.get(memo)
+    if memo not in _PRECOMPILED or (known is not None and not known.is_file()):  # (the cache was emptied)
+        _PRECOMPILED[memo] = _build_precompiled(compiler, root)
+    return _PRECOMPILED[memo]
+
+
+def _build_precompiled(compiler: Compiler, root: Path) -> Path | None:
+    # the same flags as a check, the language a header's (g++ keeps the first -x it is given)
+    base = compiler.base_flags(())
+    at = base.index("-x")
+    flags = [*base[:at], "-x", "c++-header", *base[at + 2 :]]
+    digest = hashlib.sha256()
+    real = os.path.realpath(compiler.path)
+    try:
+        stat = os.stat(real)
+    except OSError:
+        return None
+    for part in (real, str(stat.st_size), str(stat.st_mtime_ns), compiler.family, "\0".join(flags)):
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    for path in sorted(p for p in PRELUDE_DIR.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(PRELUDE_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    folder = root / digest.hexdigest()[:24]
+    header = folder / _PCH_HEADER
+    if header.is_file() and (folder / f"{_PCH_HEADER}.gch").is_file():
+        return header
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="build-", dir=root))
+    except OSError:
+        return None
+    try:
+        (work / _PCH_HEADER).write_text(f'#include "{PRELUDE}"\n', encoding="utf-8")
+        ran = subprocess.run([compiler.path, *flags, str(work / _PCH_HEADER), "-o", str(work / f"{_PCH_HEADER}.gch")],
+                             capture_output=True, text=True, timeout=PCH_TIMEOUT)
+        if ran.returncode != 0:
+            return None
+        try:
+            os.rename(work, folder)
+        except OSError:  # another process put it there first
+            if not header.is_file():
+                return None
+        return header
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def find_compiler() -> tuple[Compiler | None, str]:
