@@ -155,8 +155,7 @@ def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: 
     compiler, torch, function = _prerequisites(op, location)
     structs = op_structs(checkout, reduction, compiler)
     if not structs:
-        raise MpsgenError(f"no {'/'.join(p + '_reduction*' for p in reduction.prefixes)} instantiation found in "
-                          f"{reduction.kernel_file} after preprocessing", location=location)
+        raise _none_instantiated(reduction.prefixes, reduction, location)
     rng = random.Random(seed)
     runs, plans = [], []
     for s in structs:
@@ -178,6 +177,11 @@ def try_reduction(checkout: Checkout, op: str, reduction: ReductionFacts, seed: 
         label, values = data
         results.append(_compare(torch, function, s, case, values, _printed(by_label, label)))
     return results, compiler.path, shown
+
+
+def _none_instantiated(prefixes, reduction: ReductionFacts, location: Location) -> MpsgenError:
+    return MpsgenError(f"no {'/'.join(p + '_reduction*' for p in prefixes)} instantiation found in "
+                       f"{reduction.kernel_file} after preprocessing", location=location)
 
 
 def _add_run(runs: list[dict], s: OpStruct, case: Case, kernel_in: list) -> str:
@@ -233,8 +237,7 @@ def try_reduction_orders(checkout: Checkout, op: str, reduction: ReductionFacts,
     pairs = sorted({(i, o) for prefix, i, o in structs if prefix in served},
                    key=lambda p: next(k for k, s in enumerate(structs) if (s[1], s[2]) == p))
     if not pairs:
-        raise MpsgenError(f"no {'/'.join(p + '_reduction*' for p in served)} instantiation found in "
-                          f"{reduction.kernel_file} after preprocessing", location=location)
+        raise _none_instantiated(served, reduction, location)
     rng = random.Random(seed)
     runs, plans = [], []
     for order in ORDERS:

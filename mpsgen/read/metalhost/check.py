@@ -21,6 +21,7 @@ from mpsgen.read.metalhost.compiler import (
     attribute,
     find_compiler,
     parse_diagnostics,
+    prelude_digest,
 )
 from mpsgen.read.metalhost.owners import named_functors
 from mpsgen.read.metalhost.rewrite import copy_tree, include_roots
@@ -120,17 +121,12 @@ def run_compiler(compiler: Compiler, command: list[str], work: Path) -> Compiler
     the variables it reads include paths from, and every byte of the copied tree and of mpsgen's
     prelude. The same kernel file with the same headers is compiled once, whichever checkout holds
     it; any changed byte compiles afresh. A timeout or a compiler that cannot start is not kept."""
-    real = os.path.realpath(compiler.path)
-    try:
-        stat = os.stat(real)
-        identity = f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}\0{compiler.family}"
-    except OSError:
-        identity = f"{real}\0?\0{compiler.family}"
-    inputs: list[str | bytes] = [identity, "\0".join(c.replace(str(work), _WORK) for c in command)]
+    identity = compiler.identity() or f"{compiler.path}\0?\0{compiler.family}"
+    inputs: list[str | bytes] = [identity, "\0".join(c.replace(str(work), _WORK) for c in command),
+                                 prelude_digest()]
     inputs += [f"{name}={os.environ.get(name, '')}" for name in _COMPILER_ENV]
-    for base, label in ((work, _WORK), (PRELUDE_DIR, "@prelude@")):
-        for path in sorted(p for p in base.rglob("*") if p.is_file()):
-            inputs += [f"{label}/{path.relative_to(base).as_posix()}", path.read_bytes()]
+    for path in sorted(p for p in work.rglob("*") if p.is_file()):
+        inputs += [path.relative_to(work).as_posix(), path.read_bytes()]
 
     def run() -> dict:
         ran = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -53,6 +54,16 @@ class Compiler:
                 return ["-include", str(header)]
         return ["-include", str(PRELUDE)]
 
+    def identity(self) -> str | None:
+        """What names this compiler's build: its resolved path, size and modification time (a
+        reinstalled compiler is another), and its family; None when the path names no file."""
+        real = os.path.realpath(self.path)
+        try:
+            stat = os.stat(real)
+        except OSError:
+            return None
+        return f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}\0{self.family}"
+
     def base_flags(self, include_dirs: tuple[Path, ...]) -> list[str]:
         flags = list(_COMMON_FLAGS)
         if self.family == "gcc":
@@ -62,6 +73,15 @@ class Compiler:
         flags.append(f"-I{PRELUDE_DIR}")
         flags.extend(f"-I{d}" for d in include_dirs)
         return flags
+
+
+@functools.lru_cache(maxsize=1)
+def prelude_digest() -> str:
+    """SHA-256 of every file of the prelude (names and bytes): package data, read once a process."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in PRELUDE_DIR.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(PRELUDE_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 PCH_TIMEOUT = 120.0
@@ -94,17 +114,11 @@ def _build_precompiled(compiler: Compiler, root: Path) -> Path | None:
     base = compiler.base_flags(())
     at = base.index("-x")
     flags = [*base[:at], "-x", "c++-header", *base[at + 2 :]]
-    digest = hashlib.sha256()
-    real = os.path.realpath(compiler.path)
-    try:
-        stat = os.stat(real)
-    except OSError:
+    identity = compiler.identity()
+    if identity is None:
         return None
-    for part in (real, str(stat.st_size), str(stat.st_mtime_ns), compiler.family, "\0".join(flags)):
-        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
-    for path in sorted(p for p in PRELUDE_DIR.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(PRELUDE_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    folder = root / digest.hexdigest()[:24]
+    key = "\0".join((identity, *flags, prelude_digest()))
+    folder = root / hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24]
     header = folder / _PCH_HEADER
     if header.is_file() and (folder / f"{_PCH_HEADER}.gch").is_file():
         return header
