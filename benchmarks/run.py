@@ -1,11 +1,12 @@
 """Time mpsgen's commands, as whole processes, on a real-size PyTorch checkout.
 
-    python benchmarks/run.py [--wheel PATH | --checkout DIR] [--runs 5] [--keep DIR] [--compare-rev REV] [--output benchmarks/results.json]
+    python benchmarks/run.py [--wheel PATH] [--kernels-from PYTORCH | --checkout DIR] [--runs 5] [--keep DIR] [--compare-rev REV] [--output benchmarks/results.json]
 
 Assembles a checkout in a temporary directory from the newest release's macOS arm64 wheel, torch
 2.15.0 (native_functions.yaml,
 ATen/native headers, c10/metal, common_mps.py, common_methods_invocations.py, opinfo/, laid out as
-tests/conftest.py does) plus the fixture's `.mm`/`.metal` files, then runs each command once to warm
+tests/conftest.py does) plus the fixture's `.mm`/`.metal` files (`--kernels-from PYTORCH`: a PyTorch
+source checkout's instead, the real-file checkout), then runs each command once to warm
 up (its time is kept as `first_s`: a cold index cache) and `--runs` more times, and reports the
 median wall time and the peak resident memory (`ru_maxrss` from `os.wait4`). In the same run it
 times a naive baseline, what a straightforward implementation does before it can plan anything: a
@@ -79,20 +80,23 @@ for rel in ("torch/testing/_internal/common_mps.py", "torch/testing/_internal/co
 """
 
 
-def _conftest():
+def _tests_module(name: str):
+    """tests/<name>.py, loaded with tests/ on the path: conftest.py and releases.py import their
+    neighbour support.py."""
     if str(REPO / "tests") not in sys.path:
-        sys.path.insert(0, str(REPO / "tests"))  # conftest.py imports its neighbour support.py
-    spec = importlib.util.spec_from_file_location("mpsgen_tests_conftest", REPO / "tests" / "conftest.py")
+        sys.path.insert(0, str(REPO / "tests"))
+    spec = importlib.util.spec_from_file_location(f"mpsgen_tests_{name}", REPO / "tests" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+def _conftest():
+    return _tests_module("conftest")
 
 
 def _releases():
-    spec = importlib.util.spec_from_file_location("mpsgen_tests_releases", REPO / "tests" / "releases.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return _tests_module("releases")
 
 
 def find_wheel(explicit: str | None) -> Path:
@@ -104,11 +108,28 @@ def find_wheel(explicit: str | None) -> Path:
     return releases.fetch_wheel(releases.NEWEST)
 
 
-def assemble_checkout(wheel: Path, root: Path) -> None:
-    """The wheel's files in checkout layout (tests/conftest.py's mapping) + the fixture's kernels."""
+def assemble_checkout(wheel: Path, root: Path, kernels_from: Path | None = None) -> None:
+    """The wheel's files in checkout layout (tests/conftest.py's mapping) + the `.metal` and `.mm`
+    files the wheel does not ship: a PyTorch source tree's (`kernels_from`), else the fixture's."""
     _conftest().extract_checkout(wheel, root)
-    for rel in MPS_FIXTURE_DIRS:
-        shutil.copytree(FIXTURE / rel, root / rel, dirs_exist_ok=True)
+    copy_kernels(kernels_from or FIXTURE, root)
+
+
+def copy_kernels(source: Path, root: Path) -> int:
+    """Copy `kernels/*.metal` and `operations/*.mm` of the MPS tree under `source` (a PyTorch
+    checkout's layout) into `root`; the number of files copied. A source without them is an error:
+    a benchmark of a checkout without its host files would time a different job."""
+    copied = 0
+    for rel, pattern in zip(MPS_FIXTURE_DIRS, ("*.metal", "*.mm")):
+        files = sorted((source / rel).glob(pattern))
+        if not files:
+            raise SystemExit(f"benchmarks/run.py: error: {source / rel} holds no {pattern} file "
+                             "(--kernels-from takes the root of a PyTorch source checkout)")
+        (root / rel).mkdir(parents=True, exist_ok=True)
+        for path in files:
+            shutil.copyfile(path, root / rel / path.name)
+            copied += 1
+    return copied
 
 
 def export_revision(rev: str, dest: Path) -> Path:
@@ -255,13 +276,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="timed runs per command after one warm-up (default 5)")
     parser.add_argument("--baseline-runs", type=int, default=None, help="timed runs of the naive baseline (default: --runs)")
     parser.add_argument("--keep", metavar="DIR", help="assemble the checkout in DIR and keep it")
+    parser.add_argument("--kernels-from", metavar="PYTORCH",
+                        help="take the assembled checkout's kernels/*.metal and operations/*.mm from this PyTorch "
+                             "source checkout (its aten/src/ATen/native/mps) instead of the fixture's")
     parser.add_argument("--checkout", metavar="DIR",
-                        help="time on this checkout as it is instead (e.g. one `python /tmp/assemble.py 2.15.0 DIR` built); "
+                        help="time on this checkout as it is instead (e.g. a PyTorch source checkout); "
                              "commands are read-only")
     parser.add_argument("--output", default=str(REPO / "benchmarks" / "results.json"), help="where the JSON goes")
     parser.add_argument("--compare-rev", default=DEFAULT_COMPARE_REV,
                         help=f"also time the mpsgen of this git revision, same checkout, same run (default {DEFAULT_COMPARE_REV}; '' skips)")
     args = parser.parse_args(argv)
+    if args.checkout and (args.kernels_from or args.wheel or args.keep):
+        parser.error("--checkout times a checkout as it is: --wheel, --kernels-from and --keep assemble one")
 
     compile_bytecode(REPO)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), NO_COLOR="1")
@@ -274,9 +300,10 @@ def main(argv: list[str] | None = None) -> int:
             root = Path(args.keep) if args.keep else Path(tmp) / "pytorch"
             root.mkdir(parents=True, exist_ok=True)
             wheel = find_wheel(args.wheel)
-            assemble_checkout(wheel, root)
+            kernels_from = Path(args.kernels_from).resolve() if args.kernels_from else None
+            assemble_checkout(wheel, root, kernels_from)
             shutil.rmtree(root / ".mpsgen", ignore_errors=True)
-            source = wheel.name
+            source = wheel.name + (f" + kernels and host files of {kernels_from}" if kernels_from else "")
         env["MPSGEN_CACHE_DIR"] = str(Path(tmp) / "index-cache")  # outside the checkout, cold at the first warm-up
         shutil.rmtree(env["MPSGEN_CACHE_DIR"], ignore_errors=True)
         print(f"checkout: {root} ({source})", file=sys.stderr)
