@@ -146,12 +146,17 @@ def test_kernel_readings_are_cached_while_the_file_and_its_headers_hash_the_same
 
     first = metalread.read_kernel_cached(root, text, rel, read)
     assert first == metalread.read_kernel(text, rel, read)
+    edited_text = "// planned\n" + text  # an edit planned in memory: every line one lower
+    edited_first = metalread.read_kernel_cached(None, edited_text, rel, read)
+    assert edited_first == metalread.read_kernel(edited_text, rel, read) != first
 
     def refuse(*args, **kwargs):
         raise AssertionError("read afresh")
 
     monkeypatch.setattr(metalread, "read_kernel", refuse)
     assert metalread.read_kernel_cached(root, text, rel, read) == first  # from the cache
+    # the edited text too (the memo keeps nothing here): kept by its path and text, not the checkout's
+    assert metalread.read_kernel_cached(None, edited_text, rel, read) == edited_first
     utils = "c10/metal/utils.h"
 
     def edited(name):
@@ -159,13 +164,33 @@ def test_kernel_readings_are_cached_while_the_file_and_its_headers_hash_the_same
 
     with pytest.raises(AssertionError, match="read afresh"):  # a header it read changed: not from the cache
         metalread.read_kernel_cached(root, text, rel, edited)
-    with pytest.raises(AssertionError, match="read afresh"):  # an edited text (root None) is never on disk
+    with pytest.raises(AssertionError, match="read afresh"):  # nor for the edited text
+        metalread.read_kernel_cached(None, edited_text, rel, edited)
+    with pytest.raises(AssertionError, match="read afresh"):  # the checkout's text was never read as an edit
         metalread.read_kernel_cached(None, text, rel, read)
+
+
+def test_edited_texts_are_kept_by_text_the_most_recently_used_staying(tmp_path, monkeypatch):
+    from mpsgen.read import cache
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "EDITED_KEPT", 2)
+    calls = []
+
+    def index(text, rel="f.py"):
+        return cached_index(None, rel, text, "k", lambda: calls.append((rel, text)) or [len(text)])
+
+    assert [index("a"), index("a"), index("a", "g.py"), index("bb")] == [[1], [1], [1], [2]]
+    assert calls == [("f.py", "a"), ("g.py", "a"), ("f.py", "bb")]  # one path's text is not another's
+    assert len(list((tmp_path / "cache" / "edited").glob("*.json"))) == 2
+    assert index("bb") == [2] and index("a") == [1]  # ("f.py", "a") was the least recently used: gone
+    assert calls[3:] == [("f.py", "a")]
+    assert not (tmp_path / "cache" / "index").exists()  # nothing under any checkout's key
 
 
 def test_the_memo_serves_the_same_text_from_another_checkout_and_an_edited_text(tmp_path, monkeypatch):
     """The process's memo keys an index by its text: a second copy of the checkout, or the same
-    edit planned again (root None, never on disk), is read without the preprocessor; a header the
+    edit planned again (root None), is read without the preprocessor; a header the
     reading looked at that changed is read afresh; MPSGEN_NO_CACHE=1 reads everything afresh."""
     from mpsgen.read import cache, metalread
 
@@ -207,6 +232,7 @@ def test_the_memo_keeps_the_most_recently_used(monkeypatch):
     from mpsgen.read import cache
 
     monkeypatch.setattr(cache, "MEMO_SIZE", 2)
+    monkeypatch.setattr(cache, "_edited", lambda kind, rel, digest, build, valid: build())  # the memo alone
     calls = []
 
     def index(text):

@@ -85,8 +85,10 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
     """`build()` (JSON data computed from `text`, the current text of `rel`), taken from the cache
     when it holds the index of exactly this text (and `valid(data)` holds: e.g. the other files it
     was computed from are unchanged too). The process's memo (`_MEMO`) is asked first, then the
-    user cache; `root=None` (e.g. text edited in memory) is kept in the memo only, never on disk.
-    The data is shared: callers read it and never change it."""
+    user cache; `root=None` (a text no file holds: an edit planned in memory) is kept on disk
+    by its path and text (`_edited`), since a plan made once is often made again (a dry run, then
+    the run; scan confirming the same candidates). The data is shared: callers read it and never
+    change it."""
     if not cache_enabled():
         return build()
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -96,7 +98,7 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
             _MEMO.move_to_end(memo_key)
             return data
     if root is None:
-        return _remember(memo_key, build())
+        return _remember(memo_key, _edited(kind, rel, digest, build, valid))
     try:
         path = cache_file(root, kind, rel)
     except (OSError, RuntimeError):  # no home directory to find the cache in
@@ -115,6 +117,22 @@ def cached_index(root: Path | None, rel: str, text: str, kind: str, build: Calla
     _store(path, {"format": FORMAT, "kind": kind, "path": rel, "root": str(root), "size": size,
                   "mtime_ns": mtime_ns, "sha256": digest, "data": data})
     return data
+
+
+EDITED_KEPT = 1024
+
+
+def _edited(kind: str, rel: str, digest: str, build: Callable[[], Any], valid: Callable[[Any], bool] | None) -> Any:
+    """`build()` for a text no file holds, kept in `<cache dir>/edited/` under its kind, path and
+    text (the EDITED_KEPT most recently used): unlike a checkout's files, one path has as many
+    such texts as edits planned on it, so they cannot share the checkout's one file per path."""
+    try:
+        folder = cache_dir() / "edited"
+    except (OSError, RuntimeError):  # no home directory to find the cache in
+        return build()
+    name = hashlib.sha256("\0".join((kind, rel, digest)).encode("utf-8", "surrogateescape")).hexdigest()
+    return _kept(folder, name, {"kind": kind, "path": rel, "sha256": digest}, valid or (lambda data: True),
+                 build, EDITED_KEPT)
 
 
 # The indexes this process computed or loaded, by (kind, path, SHA-256 of the text): a test run or a
@@ -158,19 +176,27 @@ def cached_result(kind: str, inputs: Iterable[str | bytes], run: Callable[[], di
         folder = cache_dir() / kind
     except (OSError, RuntimeError):  # no home directory to find the cache in
         return run()
-    path = folder / f"{key}.json"
+    return _kept(folder, key, {"kind": kind, "sha256": key}, lambda data: isinstance(data, dict), run, RESULTS_KEPT)
+
+
+def _kept(folder: Path, name: str, fields: dict, usable: Callable[[Any], bool], build: Callable[[], Any],
+          keep: int) -> Any:
+    """The data kept in `folder/name.json` when its `fields` are these and `usable(data)`, else
+    `build()` kept there (a build that raises is not), the `keep` most recently used of the folder
+    staying."""
+    path = folder / f"{name}.json"
     stored = _load(path)
-    if stored is not None and stored.get("format") == FORMAT and stored.get("kind") == kind \
-            and stored.get("sha256") == key and isinstance(stored.get("data"), dict):
+    if stored is not None and stored.get("format") == FORMAT and all(stored.get(k) == v for k, v in fields.items()) \
+            and "data" in stored and usable(stored["data"]):
         try:
             os.utime(path)  # recently used: kept when older ones go
         except OSError:
             pass
         return stored["data"]
-    result = run()
-    _store(path, {"format": FORMAT, "kind": kind, "sha256": key, "data": result})
-    _prune(folder, RESULTS_KEPT)
-    return result
+    data = build()
+    _store(path, {"format": FORMAT, **fields, "data": data})
+    _prune(folder, keep)
+    return data
 
 
 def _prune(folder: Path, keep: int) -> None:
