@@ -125,6 +125,10 @@ def test_torch_impl_func_with_parameters_on_the_next_line():
         ("std::tuple<Tensor&, Tensor&> pair_out(const Tensor& a) {}\n", "pair_out", False),
         ("std::function<bool(int)> make_pred() {}\n", "make_pred", False),
         ("void Foo::bar() const {}\n", "bar", False),
+        # explicit specializations (a real host file names a Metal type this way): the template's name
+        ("template <>\nstd::string type_name<int64_t>() {\n  return \"long\";\n}\n", "type_name", False),
+        ("template <>\nstatic inline int width<std::pair<int, int>>(int x) {}\n", "width", True),
+        ("bool operator>(const A& a, const A& b) {}\n", "operator>", False),
     ],
 )
 def test_function_definitions(text, name, static):

@@ -166,6 +166,25 @@ def test_unscannable_host_file_is_a_note_not_an_error(tmp_path):
     assert broken["error"]
 
 
+def test_a_host_file_with_an_explicit_specialization_is_delimited(tmp_path):
+    """Upstream's Shape.mm specializes a template helper (`template <> std::string f<int64_t>()`)
+    above its kernels: the file is read like any other, its kernels found."""
+    root = copy_checkout(tmp_path)
+    path = root / OPERATIONS_DIR / "Activation.mm"
+    text = path.read_text(encoding="utf-8")
+    anchor = "namespace at::native {\n"
+    assert text.count(anchor) == 1
+    path.write_text(text.replace(anchor, anchor + "template <typename T>\nstd::string type_word();\n\n"
+                                 "template <>\nstd::string type_word<int64_t>() {\n  return \"long\";\n}\n\n"),
+                    encoding="utf-8")
+    document = json.loads(_json_text(root))
+    assert document["notes"] == []
+    relu = next(r for r in document["ops"] if r["op"] == "relu")
+    assert relu["backing"] != "mps-unknown"
+    activation = next(f for f in document["totals"]["files"] if f["path"].endswith("/Activation.mm"))
+    assert activation["error"] is None
+
+
 def test_migrated_op_becomes_native(tmp_path):
     root = copy_checkout(tmp_path)
     result = run_cli(["-C", str(root), "migrate", "atan2"])

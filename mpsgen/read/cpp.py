@@ -577,6 +577,26 @@ def _strip_template(head: str) -> str:
         head = head[k + 1 :]
 
 
+_NAME_AT_END = re.compile(r"(~?[A-Za-z_]\w*|operator\s*[^\s\w(]+|operator\s*\(\s*\))\s*$")
+
+
+def _drop_template_arguments(prefix: str) -> str:
+    """`... get_type_str<int64_t>` -> `... get_type_str`: the name of an explicit specialization
+    (`template <> T name<int64_t>() {...}`) is the template's."""
+    stripped = prefix.rstrip()
+    if not stripped.endswith(">") or stripped.endswith("->"):
+        return prefix
+    depth = 0
+    for i in range(len(stripped) - 1, -1, -1):
+        if stripped[i] == ">":
+            depth += 1
+        elif stripped[i] == "<":
+            depth -= 1
+            if depth == 0:
+                return stripped[:i]
+    return prefix
+
+
 def _declarator_name(head: str) -> str | None:
     """The name before the parameter list: the first `(` outside brackets and template arguments."""
     head = _strip_template(head)
@@ -589,7 +609,7 @@ def _declarator_name(head: str) -> str | None:
         elif ch == ">" and head[k - 1 : k] != "-":
             angle -= 1
         elif ch == "(" and angle <= 0:
-            m = re.search(r"(~?[A-Za-z_]\w*|operator\s*[^\s\w(]+|operator\s*\(\s*\))\s*$", head[:k])
+            m = _NAME_AT_END.search(head[:k]) or _NAME_AT_END.search(_drop_template_arguments(head[:k]))
             if m and m.group(1) not in _NOT_NAMES:
                 name = m.group(1)
                 return name if not name.startswith("operator") else re.sub(r"\s+", "", name)
