@@ -407,6 +407,12 @@ def test_operator_assignment_is_a_function_not_an_initializer():
     assert kinds_names("Foo& Foo::operator=(const Foo& o) {\n  return *this;\n}\n") == [("function", "operator=")]
 
 
+def test_a_torch_library_block_is_delimited():
+    text = ('TORCH_LIBRARY_IMPL(aten, MPS, m) {\n  m.impl("k.out", k_out_mps);\n}\n\n'
+            "Tensor& k_out_mps(const Tensor& s, Tensor& out) {\n  return out;\n}\n")
+    assert kinds_names(text) == [("library-block", "TORCH_LIBRARY_IMPL"), ("function", "k_out_mps")]
+
+
 def test_refuses_a_body_whose_name_is_a_macro():
     assert_refused("DEFINE_KERNEL(k) {\n  f();\n}\n", 1, "cannot tell what this body defines")
 

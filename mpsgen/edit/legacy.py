@@ -297,10 +297,12 @@ def _remove_prototypes(sources: dict[str, _Source], name: str, remove) -> None:
                     remove(src, d, "function")
 
 
-def _helper_candidates(sources: dict[str, _Source], name: str) -> list[tuple[_Source, Definition, str]] | None:
+def _helper_candidates(sources: dict[str, _Source], name: str, *,
+                       readable_only: bool = False) -> list[tuple[_Source, Definition, str]] | None:
     """Definitions of `name` that may go when unused: static functions, functions in a `mps`
     namespace, `#define` macros. None when a file naming it cannot be scanned (then nothing of that
-    name is removed: the unscannable file might define or use it in a way we cannot see)."""
+    name is removed: the unscannable file might define or use it in a way we cannot see), unless
+    `readable_only`: then the candidates of the files that can be."""
     out = []
     for src in sources.values():
         if name not in src.ids:
@@ -308,6 +310,8 @@ def _helper_candidates(sources: dict[str, _Source], name: str) -> list[tuple[_So
         try:
             definitions = src.definitions
         except MpsgenError:
+            if readable_only:
+                continue
             return None
         for d in definitions:
             if d.name != name or src.is_removed(d):
@@ -376,6 +380,8 @@ def _kept_notes(sources: dict[str, _Source], names: set[str]) -> list[Note]:
     for name in sorted(names):
         candidates = _helper_candidates(sources, name)
         if candidates is None:
+            if not _helper_candidates(sources, name, readable_only=True):
+                continue  # no file it could be removed from defines it as a helper: nothing was kept
             unscannable = [p for p, s in sources.items() if name in s.ids and not s.scannable]
             notes.append(Note("kept", f"kept {name}: {', '.join(unscannable)} names it and cannot be scanned",
                               Location(unscannable[0], 1)))

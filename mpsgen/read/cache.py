@@ -37,7 +37,7 @@ from typing import Any
 
 import platformdirs
 
-FORMAT = 3  # 2: OpInfo calls on commented-out lines are not indexed; 3: explicit specializations delimited
+FORMAT = 3  # 2: OpInfo calls on commented-out lines are not indexed; 3: explicit specializations and TORCH_LIBRARY blocks delimited
 
 
 def cache_enabled() -> bool:

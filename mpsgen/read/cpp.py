@@ -134,6 +134,9 @@ _DIRECTIVE = re.compile(r"[ \t]*#[ \t]*(\w*)")
 _DEFINE_NAME = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)")
 _CONDITIONAL_OPEN = {"if", "ifdef", "ifndef"}
 _CONDITIONAL_BRANCH = {"else", "elif", "elifdef", "elifndef"}
+# torch/library.h's blocks: `TORCH_LIBRARY_IMPL(aten, MPS, m) { m.impl(...); }` defines a static
+# registration function the macro names; its braces are the file's own, so the body is delimited
+_LIBRARY_MACROS = frozenset({"TORCH_LIBRARY", "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY_FRAGMENT"})
 _IMPL_MACROS = {"TORCH_IMPL_FUNC"}
 _NOT_NAMES = {"decltype", "alignas", "__attribute__", "__declspec", "sizeof", "noexcept", "requires"}
 _DECLARATION_KEYWORDS = {"static_assert", "using", "typedef", "template", "extern", "friend"}
@@ -457,6 +460,10 @@ class _Scanner:
         if m and second:
             kind = "impl-func" if m.group(1) in _IMPL_MACROS else "function"
             self.add(pos, end, kind, m.group(2), namespaces, static=False)
+            return
+        library = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", head, re.S)
+        if library and library.group(1) in _LIBRARY_MACROS:
+            self.add(pos, end, "library-block", library.group(1), namespaces, args=tuple(_IDENT.findall(library.group(2))))
             return
         name = _declarator_name(head)
         if not name or re.fullmatch(r"\s*[A-Za-z_]\w*\s*\(.*\)\s*", head, re.S):
