@@ -113,6 +113,10 @@ def assemble_checkout(wheel: Path, root: Path, kernels_from: Path | None = None)
     files the wheel does not ship: a PyTorch source tree's (`kernels_from`), else the fixture's."""
     _conftest().extract_checkout(wheel, root)
     copy_kernels(kernels_from or FIXTURE, root)
+    # a PyTorch checkout's style file (the fixture's is PyTorch's settings): mpsgen formats the
+    # lines it adds with it, part of the job a contributor's run does
+    style = kernels_from / ".clang-format" if kernels_from and (kernels_from / ".clang-format").is_file() else None
+    shutil.copyfile(style or FIXTURE / ".clang-format", root / ".clang-format")
 
 
 def copy_kernels(source: Path, root: Path) -> int:
