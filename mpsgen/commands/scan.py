@@ -71,8 +71,7 @@ from mpsgen.facts.views import (
 )
 from mpsgen.model import Location
 from mpsgen.read.cache import cached_index
-from mpsgen.read.checkout import COMMON_MPS, OPERATIONS_DIR, Checkout
-from mpsgen.read.cpp import find_definitions, mask_code
+from mpsgen.read.checkout import COMMON_MPS, Checkout
 from mpsgen.read.nfyaml import NativeFunctions, YamlEntry
 from mpsgen.read.pylists import match_bracket
 
@@ -244,7 +243,7 @@ def scan_checkout(checkout: Checkout) -> ScanReport:
     catalog = load_catalog()
     notes: list[str] = []
     legacy_names = {line.kernel.rsplit("::", 1)[-1] for e in nf.entries for line in e.dispatch if is_mps_only(line)}
-    definitions, files = _host_definitions(checkout, legacy_names, notes)
+    definitions, files = _host_definitions(views, legacy_names, notes)
     metal_groups = _metal_groups(views, notes)
     xfail_by_op = _xfail_by_op(views, notes)
 
@@ -379,20 +378,19 @@ class _Found:
     uses_graph: bool
 
 
-def _host_definitions(checkout: Checkout, wanted: set[str], notes: list[str]) -> tuple[dict[str, _Found], list[FileTotal]]:
+def _host_definitions(views: Views, wanted: set[str], notes: list[str]) -> tuple[dict[str, _Found], list[FileTotal]]:
     """The definitions of the `wanted` kernel names in mps/operations/*.mm, and per-file totals."""
     found: dict[str, _Found] = {}
     totals = []
-    for rel in checkout.glob(OPERATIONS_DIR, "*.mm"):
-        text = checkout.read(rel)
-        masked = mask_code(text)
+    for rel in views.host_files():
+        masked = views.masked(rel)
         sites = len(_GRAPH_SITE.findall(masked))
         names = wanted.intersection(_IDENT.findall(masked))
         error = None
         in_file: dict[str, _Found] = {}
         if names:
             try:
-                in_file = _file_definitions(text, masked, rel, names)
+                in_file = _file_definitions(views.definitions(rel), masked, names)
             except MpsgenError as exc:
                 error = str(exc)
                 notes.append(f"{rel}: cannot delimit definitions ({exc}); its kernels count as mps-unknown")
@@ -403,8 +401,8 @@ def _host_definitions(checkout: Checkout, wanted: set[str], notes: list[str]) ->
     return found, totals
 
 
-def _file_definitions(text: str, masked: str, path: str, names: set[str]) -> dict[str, _Found]:
-    defs = [d for d in find_definitions(text, path) if d.kind != "namespace"]
+def _file_definitions(definitions: list, masked: str, names: set[str]) -> dict[str, _Found]:
+    defs = [d for d in definitions if d.kind != "namespace"]
     by_name: dict[str, object] = {}
     for d in defs:
         if d.kind in ("function", "macro") and d.name not in by_name:
@@ -444,7 +442,7 @@ def _file_definitions(text: str, masked: str, path: str, names: set[str]) -> dic
         helpers = reaches_graph(d)
         code = masked[d.code_start : d.code_end]
         item = _Found(
-            path=path,
+            path=d.location.path,
             line=d.location.line,
             kind=label,
             lines=code.count("\n") + 1,

@@ -39,7 +39,12 @@ def mask_code(text: str) -> str:
     return _mask_code(text)
 
 
-@functools.lru_cache(maxsize=64)
+# texts whose masked code, identifiers, directives and definitions are kept per process: more than a
+# checkout's host and kernel files (~170 in 2.15), which scan and each plan read in turn
+CACHED_TEXTS = 512
+
+
+@functools.lru_cache(maxsize=CACHED_TEXTS)
 def _mask_code(text: str) -> str:
     parts: list[str] = []
     pos = done = 0
@@ -149,7 +154,7 @@ def identifiers(masked_text: str) -> Counter[str]:
     return Counter(_identifiers(masked_text))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=CACHED_TEXTS)
 def _identifiers(masked_text: str) -> Counter[str]:
     return Counter(_IDENT.findall(masked_text))
 
@@ -197,7 +202,7 @@ def find_directives(text: str, masked: str | None = None) -> list[Directive]:
     return list(_find_directives(text, mask_code(text) if masked is None else masked))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=CACHED_TEXTS)
 def _find_directives(text: str, masked: str) -> tuple[Directive, ...]:
     index = LineIndex(text)
     out: list[Directive] = []
@@ -644,7 +649,7 @@ def find_definitions(text: str, path: str) -> list[Definition]:
     return list(_definitions(text, path))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=CACHED_TEXTS)
 def _definitions(text: str, path: str) -> tuple[Definition, ...]:
     return tuple(_Scanner(text, path).scan())
 
