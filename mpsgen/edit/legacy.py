@@ -10,6 +10,7 @@ spans never change.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -66,10 +67,22 @@ class _Source:
         self.path = path
         self.text = text
         self._read_definitions = read_definitions  # path -> the definitions of `text` (a Views')
-        self.masked = mask_code(text)
-        self.ids = identifiers(self.masked)
         self._defs: list[Definition] | None = None
         self.removed: list[tuple[Definition, str]] = []  # (definition, removal kind)
+
+    # a checkout has ~100 host files and a plan asks each about a few names: the masked code and
+    # identifier counts of a file are read only once a name occurs in its text at all
+    @functools.cached_property
+    def masked(self) -> str:
+        return mask_code(self.text)
+
+    @functools.cached_property
+    def ids(self) -> Counter[str]:
+        return identifiers(self.masked)
+
+    def mentions(self, name: str) -> bool:
+        """`name` occurs in the code (not only in comments or strings)."""
+        return name in self.text and name in self.ids
 
     @property
     def definitions(self) -> list[Definition]:
@@ -103,7 +116,7 @@ class _Source:
 
     def remaining_count(self, name: str, excluding: list[Definition]) -> int:
         """Code references to `name` left in this file, not counting the given definitions."""
-        if name not in self.ids:
+        if not self.mentions(name):
             return 0
         count = self.ids[name] - sum(d.identifiers[name] for d, _ in self.removed)
         return count - sum(d.identifiers[name] for d in excluding if not self.is_removed(d))
@@ -164,7 +177,7 @@ def plan_legacy_removal(
         hits = [
             (src, d)
             for src in sources.values()
-            if kernel in src.ids
+            if src.mentions(kernel)
             for d in src.definitions
             if (d.kind in ("impl-func", "function") and d.name == kernel)
             or (d.kind == "macro-instance" and kernel in d.args)
@@ -291,7 +304,7 @@ def _remove_emptied_namespaces(src: _Source) -> None:
 
 def _remove_prototypes(sources: dict[str, _Source], name: str, remove) -> None:
     for src in sources.values():
-        if name in src.ids:
+        if src.mentions(name):
             for d in src.definitions:
                 if d.kind == "declaration" and d.name == name:
                     remove(src, d, "function")
@@ -305,12 +318,12 @@ def _helper_candidates(sources: dict[str, _Source], name: str, *,
     `readable_only`: then the candidates of the files that can be."""
     out = []
     for src in sources.values():
-        if name not in src.ids:
+        if name not in src.text:
             continue
         try:
-            definitions = src.definitions
+            definitions = src.definitions  # (a definition of `name` is a mention of it in code)
         except MpsgenError:
-            if readable_only:
+            if readable_only or not src.mentions(name):
                 continue
             return None
         for d in definitions:
@@ -382,7 +395,7 @@ def _kept_notes(sources: dict[str, _Source], names: set[str]) -> list[Note]:
         if candidates is None:
             if not _helper_candidates(sources, name, readable_only=True):
                 continue  # no file it could be removed from defines it as a helper: nothing was kept
-            unscannable = [p for p, s in sources.items() if name in s.ids and not s.scannable]
+            unscannable = [p for p, s in sources.items() if s.mentions(name) and not s.scannable]
             notes.append(Note("kept", f"kept {name}: {', '.join(unscannable)} names it and cannot be scanned",
                               Location(unscannable[0], 1)))
             continue
@@ -404,7 +417,7 @@ def _reference_locations(sources: dict[str, _Source], name: str, scope: list[_So
     """Code references to `name` outside any definition of `name`, in the remaining text."""
     out = []
     for src in scope:
-        if name not in src.ids:
+        if not src.mentions(name):
             continue
         own = [(d.code_start, d.code_end) for d in src.definitions if d.name == name and d.kind in _SAME_NAME_KINDS]
         removed = [(d.start, d.end) for d, _ in src.removed]
@@ -492,6 +505,8 @@ def find_dangling_references(files: dict[str, str], names: set[str]) -> list[Loc
     pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b")
     for path in sorted(files):
         text = files[path]
+        if not pattern.search(text):  # masking only blanks: no match in the text, none in its code
+            continue
         masked = mask_code(text)
         skip = [(d.start, d.end) for d in find_directives(text, masked) if d.word == "include"]
         index = LineIndex(text)
