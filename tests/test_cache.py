@@ -242,13 +242,16 @@ def test_the_memo_keeps_the_most_recently_used(monkeypatch):
     assert calls == ["a", "bb", "ccc", "bb"]  # "bb" was the least recently used when "ccc" came
 
 
-def test_a_text_read_with_other_headers_keeps_each_reading(tmp_path, monkeypatch):
+@pytest.mark.parametrize("memo_size", [4096, 0], ids=["memo", "user cache"])
+def test_a_text_read_with_other_headers_keeps_each_reading(tmp_path, monkeypatch, memo_size):
     """A kernel file read once with a header as the checkout has it and once as a plan edits it
-    (scan confirms candidates that edit a kernels/*.h and candidates that do not) keeps both
-    readings: alternating between them reads nothing afresh."""
+    (scan confirms candidates that edit a kernels/*.h and candidates that do not, or two that edit
+    it differently) keeps both readings, in the process and in the user cache: alternating between
+    them reads nothing afresh, run after run."""
     from mpsgen.read import cache, metalread
 
-    monkeypatch.setattr(cache, "MEMO_SIZE", 4096)
+    monkeypatch.setattr(cache, "MEMO_SIZE", memo_size)
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
     root = copy_checkout(tmp_path)
     rel = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
     text = (root / rel).read_text()

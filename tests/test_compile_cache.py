@@ -110,11 +110,11 @@ def test_results_beyond_the_kept_number_go_least_recently_used_first(tmp_path, m
     folder = tmp_path / "cache" / "k"
     for name in ("a", "b", "c"):
         assert result(name) == {"name": name}
-    for age, path in enumerate(sorted(folder.glob("*.json"), key=lambda p: cache._load(p)["data"]["name"])):
+    for age, path in enumerate(sorted(folder.glob("*.json"), key=lambda p: cache._load(p)["variants"][0]["name"])):
         os.utime(path, ns=(10**18 + age * 10**9,) * 2)  # a, b, c: oldest first, on any file system
     assert result("a") == {"name": "a"}  # used again: now the newest
     assert result("d") == {"name": "d"}  # four kept: "b", the least recently used, goes
-    assert sorted(cache._load(p)["data"]["name"] for p in folder.glob("*.json")) == ["a", "c", "d"]
+    assert sorted(cache._load(p)["variants"][0]["name"] for p in folder.glob("*.json")) == ["a", "c", "d"]
     assert runs == ["a", "b", "c", "d"]
     result("b")
     assert runs == ["a", "b", "c", "d", "b"]

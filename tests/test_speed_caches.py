@@ -61,9 +61,12 @@ def test_an_unscannable_text_is_refused_every_time():
 
 
 def test_the_memo_keeps_only_the_last_texts():
-    for i in range(80):
+    for i in range(cpp.CACHED_TEXTS + 20):
         cpp.mask_code(f"int x{i}; // {i}\n")
-    assert cpp._mask_code.cache_info().currsize <= 64
+    assert cpp._mask_code.cache_info().currsize == cpp.CACHED_TEXTS
+    misses = cpp._mask_code.cache_info().misses
+    assert cpp.mask_code("int x0; // 0\n") == "int x0;     \n"  # the oldest went: computed again, the same
+    assert cpp._mask_code.cache_info().misses == misses + 1
 
 
 def test_list_macros_follow_the_text():

@@ -131,8 +131,9 @@ def _edited(kind: str, rel: str, digest: str, build: Callable[[], Any], valid: C
     except (OSError, RuntimeError):  # no home directory to find the cache in
         return build()
     name = hashlib.sha256("\0".join((kind, rel, digest)).encode("utf-8", "surrogateescape")).hexdigest()
+    # a text read with other headers (two plans editing a header differently) keeps each reading
     return _kept(folder, name, {"kind": kind, "path": rel, "sha256": digest}, valid or (lambda data: True),
-                 build, EDITED_KEPT)
+                 build, EDITED_KEPT, variants=VARIANTS)
 
 
 # The indexes this process computed or loaded, by (kind, path, SHA-256 of the text): a test run or a
@@ -180,21 +181,26 @@ def cached_result(kind: str, inputs: Iterable[str | bytes], run: Callable[[], di
 
 
 def _kept(folder: Path, name: str, fields: dict, usable: Callable[[Any], bool], build: Callable[[], Any],
-          keep: int) -> Any:
+          keep: int, variants: int = 1) -> Any:
     """The data kept in `folder/name.json` when its `fields` are these and `usable(data)`, else
-    `build()` kept there (a build that raises is not), the `keep` most recently used of the folder
-    staying."""
+    `build()` kept there (a build that raises is not) beside up to `variants - 1` earlier data of
+    the same fields that were not usable this time, newest first; the `keep` most recently used
+    files of the folder stay."""
     path = folder / f"{name}.json"
     stored = _load(path)
+    earlier = []
     if stored is not None and stored.get("format") == FORMAT and all(stored.get(k) == v for k, v in fields.items()) \
-            and "data" in stored and usable(stored["data"]):
-        try:
-            os.utime(path)  # recently used: kept when older ones go
-        except OSError:
-            pass
-        return stored["data"]
+            and isinstance(stored.get("variants"), list):
+        earlier = stored["variants"]
+        for data in earlier:
+            if usable(data):
+                try:
+                    os.utime(path)  # recently used: kept when older ones go
+                except OSError:
+                    pass
+                return data
     data = build()
-    _store(path, {"format": FORMAT, **fields, "data": data})
+    _store(path, {"format": FORMAT, **fields, "variants": [data, *earlier][:variants]})
     _prune(folder, keep)
     return data
 
