@@ -72,6 +72,7 @@ from mpsgen.facts.views import (
 from mpsgen.model import Location
 from mpsgen.read.cache import cached_index
 from mpsgen.read.checkout import COMMON_MPS, Checkout
+from mpsgen.read.cpp import find_definitions, mask_code
 from mpsgen.read.nfyaml import NativeFunctions, YamlEntry
 from mpsgen.read.pylists import match_bracket
 
@@ -379,38 +380,52 @@ class _Found:
 
 
 def _host_definitions(views: Views, wanted: set[str], notes: list[str]) -> tuple[dict[str, _Found], list[FileTotal]]:
-    """The definitions of the `wanted` kernel names in mps/operations/*.mm, and per-file totals."""
+    """The definitions of the `wanted` kernel names in mps/operations/*.mm, and per-file totals.
+    What a host file defines is read once per text (`_host_file_index`, kept in the user cache)."""
     found: dict[str, _Found] = {}
     totals = []
     for rel in views.host_files():
-        masked = views.masked(rel)
-        sites = len(_GRAPH_SITE.findall(masked))
-        names = wanted.intersection(_IDENT.findall(masked))
+        text = views.ws.read(rel)
+        index = cached_index(views.checkout.root, rel, text, "scan-host-file", lambda: _host_file_index(text, rel))
+        names = wanted.intersection(index["ids"])
         error = None
         in_file: dict[str, _Found] = {}
-        if names:
-            try:
-                in_file = _file_definitions(views.definitions(rel), masked, names)
-            except MpsgenError as exc:
-                error = str(exc)
-                notes.append(f"{rel}: cannot delimit definitions ({exc}); its kernels count as mps-unknown")
+        if names and index["error"] is not None:
+            error = index["error"]
+            notes.append(f"{rel}: cannot delimit definitions ({error}); its kernels count as mps-unknown")
+        elif names:
+            for hits, line, kind, lines, sites_in, helpers, uses_graph in index["found"]:
+                item = _Found(rel, line, kind, lines, sites_in, tuple(helpers), uses_graph)
+                for name in hits:
+                    if name in names:
+                        in_file.setdefault(name, item)
         for name, item in in_file.items():
             found.setdefault(name, item)
         graph = sum(1 for item in in_file.values() if item.uses_graph)
-        totals.append(FileTotal(rel, sites, graph, len(in_file) - graph, error))
+        totals.append(FileTotal(rel, index["sites"], graph, len(in_file) - graph, error))
     return found, totals
 
 
-def _file_definitions(definitions: list, masked: str, names: set[str]) -> dict[str, _Found]:
-    defs = [d for d in definitions if d.kind != "namespace"]
+def _host_file_index(text: str, rel: str) -> dict:
+    """(JSON) A host file's graph sites, the identifiers of its code, and every definition that may
+    implement a kernel: functions and impl-funcs by name, generator macro instances by their
+    arguments (`hits`), each with its size, graph sites and the same-file helpers (functions and
+    macros, transitively) through which it builds a graph; or why its definitions cannot be told."""
+    masked = mask_code(text)
+    index = {"sites": len(_GRAPH_SITE.findall(masked)), "ids": sorted(set(_IDENT.findall(masked))),
+             "error": None, "found": []}
+    try:
+        defs = [d for d in find_definitions(text, rel) if d.kind != "namespace"]
+    except MpsgenError as exc:
+        index["error"] = str(exc)
+        return index
     by_name: dict[str, object] = {}
     for d in defs:
         if d.kind in ("function", "macro") and d.name not in by_name:
             by_name[d.name] = d
     graph_own = {id(d): bool(MPSGRAPH.search(masked[d.code_start : d.code_end])) for d in defs}
 
-    def reaches_graph(d) -> tuple[str, ...]:
-        """Helpers (same-file functions and macros, transitively) through which `d` builds a graph."""
+    def reaches_graph(d) -> list[str]:
         out: list[str] = []
         stack = [d]
         visited = {id(d)}
@@ -427,32 +442,20 @@ def _file_definitions(definitions: list, masked: str, names: set[str]) -> dict[s
                 if graph_own[id(helper)]:
                     out.append(helper.name)
                 stack.append(helper)
-        return tuple(sorted(out))
+        return sorted(out)
 
-    result: dict[str, _Found] = {}
     for d in defs:
-        if d.kind in ("impl-func", "function") and d.name in names:
-            hits = [d.name]
-            label = d.kind
-        elif d.kind == "macro-instance" and d.name not in _REGISTRATION_MACROS and names.intersection(d.args):
-            hits = [a for a in d.args if a in names]
-            label = f"macro-instance {d.name}"
+        if d.kind in ("impl-func", "function"):
+            hits, label = [d.name], d.kind
+        elif d.kind == "macro-instance" and d.name not in _REGISTRATION_MACROS and d.args:
+            hits, label = list(d.args), f"macro-instance {d.name}"
         else:
             continue
         helpers = reaches_graph(d)
         code = masked[d.code_start : d.code_end]
-        item = _Found(
-            path=d.location.path,
-            line=d.location.line,
-            kind=label,
-            lines=code.count("\n") + 1,
-            graph_sites=len(_GRAPH_SITE.findall(code)),
-            graph_helpers=helpers,
-            uses_graph=graph_own[id(d)] or bool(helpers),
-        )
-        for name in hits:
-            result.setdefault(name, item)
-    return result
+        index["found"].append([hits, d.location.line, label, code.count("\n") + 1, len(_GRAPH_SITE.findall(code)),
+                               helpers, graph_own[id(d)] or bool(helpers)])
+    return index
 
 
 def _kernel(kernel: str, entry: str, dispatch: Location, definitions: dict[str, _Found]) -> MpsKernel:
