@@ -438,7 +438,22 @@ class Views:
         return out
 
     def registered_stub_names(self) -> set[str]:
-        return {r.stub for rel in self.host_files() for r in self.host(rel).registrations}
+        """The stubs operations/*.mm register for MPS; per file, once per text (the checkout's
+        own texts kept in the user cache with `disk_cache`: every op's stub lookup asks)."""
+
+        def build(rel: str, text: str) -> frozenset[str]:
+            def read() -> list[str]:
+                return sorted({r.stub for r in HostView.read(text, rel).registrations})
+
+            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
+            if not (self.disk_cache and unedited):
+                return frozenset(read())
+            return frozenset(cached_index(self.checkout.root, rel, text, "host-stub-names", read))
+
+        names: set[str] = set()
+        for rel in self.host_files():
+            names.update(self.view("host-stub-names", rel, lambda text, rel=rel: build(rel, text)))
+        return names
 
     def definitions(self, rel: str) -> list:
         """`mpsgen.read.cpp.find_definitions` of the Workspace's text of `rel`, once per text; with
