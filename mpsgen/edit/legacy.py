@@ -67,7 +67,7 @@ class _Source:
         self.path = path
         self.text = text
         self._read_definitions = read_definitions  # path -> the definitions of `text` (a Views')
-        self._defs: list[Definition] | None = None
+        self._defs: list[Definition] | MpsgenError | None = None
         self.removed: list[tuple[Definition, str]] = []  # (definition, removal kind)
 
     # a checkout has ~100 host files and a plan asks each about a few names: the masked code and
@@ -80,17 +80,29 @@ class _Source:
     def ids(self) -> Counter[str]:
         return identifiers(self.masked)
 
+    @functools.cached_property
+    def defined_names(self) -> frozenset[str]:
+        """The names this file defines (raises MpsgenError for a file that cannot be read)."""
+        return frozenset(d.name for d in self.definitions)
+
     def mentions(self, name: str) -> bool:
         """`name` occurs in the code (not only in comments or strings)."""
         return name in self.text and name in self.ids
 
     @property
     def definitions(self) -> list[Definition]:
+        """Raises MpsgenError for a file that cannot be read, each time (read once)."""
+        if isinstance(self._defs, MpsgenError):
+            raise self._defs
         if self._defs is None:
-            if self._read_definitions is not None:
-                self._defs = self._read_definitions(self.path)
-            else:
-                self._defs = find_definitions(self.text, self.path)
+            try:
+                if self._read_definitions is not None:
+                    self._defs = self._read_definitions(self.path)
+                else:
+                    self._defs = find_definitions(self.text, self.path)
+            except MpsgenError as exc:
+                self._defs = exc
+                raise
         return self._defs
 
     @property
@@ -318,14 +330,14 @@ def _helper_candidates(sources: dict[str, _Source], name: str, *,
     `readable_only`: then the candidates of the files that can be."""
     out = []
     for src in sources.values():
-        if name not in src.text:
-            continue
         try:
-            definitions = src.definitions  # (a definition of `name` is a mention of it in code)
+            if name not in src.defined_names:
+                continue
         except MpsgenError:
             if readable_only or not src.mentions(name):
                 continue
             return None
+        definitions = src.definitions
         for d in definitions:
             if d.name != name or src.is_removed(d):
                 continue
