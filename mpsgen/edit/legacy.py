@@ -63,10 +63,11 @@ class LegacyResult:
 class _Source:
     """One file: its text, masked views, and (on demand) its definitions."""
 
-    def __init__(self, path: str, text: str, read_definitions=None):
+    def __init__(self, path: str, text: str, read_definitions=None, read_names=None):
         self.path = path
         self.text = text
         self._read_definitions = read_definitions  # path -> the definitions of `text` (a Views')
+        self._read_names = read_names  # path -> the names they define (a Views', kept apart)
         self._defs: list[Definition] | MpsgenError | None = None
         self.removed: list[tuple[Definition, str]] = []  # (definition, removal kind)
 
@@ -83,7 +84,13 @@ class _Source:
     @functools.cached_property
     def defined_names(self) -> frozenset[str]:
         """The names this file defines (raises MpsgenError for a file that cannot be read)."""
-        return frozenset(d.name for d in self.definitions)
+        if self._read_names is None or self._defs is not None:
+            return frozenset(d.name for d in self.definitions)
+        try:
+            return frozenset(self._read_names(self.path))
+        except MpsgenError as exc:
+            self._defs = exc  # (read once: `definitions` raises it from now on)
+            raise
 
     def mentions(self, name: str) -> bool:
         """`name` occurs in the code (not only in comments or strings)."""
@@ -168,16 +175,18 @@ def _lines_in(text: str, start: int, end: int) -> int:
 
 
 def plan_legacy_removal(
-    files: dict[str, str], kernels: set[str], op: str, header_symbols: set[str], read_definitions=None
+    files: dict[str, str], kernels: set[str], op: str, header_symbols: set[str], read_definitions=None,
+    read_names=None,
 ) -> LegacyResult:
     """Plan the deletion of `kernels` (the legacy `MPS:` kernel names of `op`) from `files`.
 
     `files` maps checkout-relative paths of the MPS sources to their text; `header_symbols` are all
     kernel names the op's yaml entries mention (they decide whether the op's `_native.h` include is
     still needed). Call again on the returned texts for the next op. `read_definitions(path)`: the
-    definitions of `files[path]` as a Views keeps them (`Views.definitions`), else they are found here.
+    definitions of `files[path]` as a Views keeps them (`Views.definitions`), else they are found here;
+    `read_names(path)`, the names they define (`Views.defined_names`), asked of every file first.
     """
-    sources = {path: _Source(path, text, read_definitions) for path, text in sorted(files.items())}
+    sources = {path: _Source(path, text, read_definitions, read_names) for path, text in sorted(files.items())}
     removed_names: set[str] = set()
 
     def remove(src: _Source, d: Definition, kind: str) -> None:
@@ -535,7 +544,7 @@ def plan_legacy(views, spec, legacy_files: tuple[str, ...] = ()) -> tuple[FileCh
 
     files = {rel: views.ws.read(rel) for rel in dict.fromkeys([*views.host_files(), *legacy_files])}
     result = plan_legacy_removal(files, set(spec.legacy_kernels), spec.op, set(spec.header_symbols),
-                                 read_definitions=views.definitions)
+                                 read_definitions=views.definitions, read_names=views.defined_names)
     removed = {r.name for r in result.removals if r.kind != "include"}
     dangling = find_dangling_references({**files, **result.texts}, removed)
     if dangling:

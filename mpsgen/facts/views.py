@@ -469,6 +469,20 @@ class Views:
 
         return self.view("definitions", rel, build)
 
+    def defined_names(self, rel: str) -> frozenset[str]:
+        """The names `definitions(rel)` defines, kept on their own (small) in the user cache: a
+        plan asks every host file whether it defines a helper, and loads the definitions of the
+        few that do."""
+
+        def build(text: str) -> frozenset[str]:
+            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
+            if not (self.disk_cache and unedited):
+                return frozenset(d.name for d in self.definitions(rel))
+            return frozenset(cached_index(self.checkout.root, rel, text, "defined-names",
+                                          lambda: sorted({d.name for d in self.definitions(rel)})))
+
+        return self.view("defined-names", rel, build)
+
     def masked(self, rel: str) -> str:
         return self.view("masked", rel, mask_code)
 
