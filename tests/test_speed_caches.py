@@ -355,3 +355,23 @@ def test_c10_functions_are_kept_until_a_header_changes(tmp_path, monkeypatch):
     ws.write(str(header.relative_to(root)), text)  # planned: found, not cached
     cached, fresh = both(ws)
     assert cached == fresh and "zzz_added" not in cached
+
+
+def test_a_kernel_files_literal_reading_survives_the_user_cache():
+    """Views.kernel keeps a checkout kernel file's KernelFile as JSON: read back, it is the same,
+    a functor whose braces do not balance included."""
+    import json
+
+    from mpsgen.read.kernelfile import kernel_file_from_json, kernel_file_to_json, read_kernel_file
+
+    kernels = sorted((FIXTURE_CHECKOUT / "aten/src/ATen/native/mps/kernels").glob("*.metal"))
+    texts = [(f"k/{p.name}", p.read_text(encoding="utf-8")) for p in kernels]
+    texts.append(("k/Broken.metal", "struct ok_functor {\n  int x;\n};\nstruct bad_functor {\n  int y;\n"
+                                    "REGISTER_UNARY_OP(ok, float, float);\n"))
+    for rel, text in texts:
+        read = read_kernel_file(text, rel, strict=False)
+        back = kernel_file_from_json(json.loads(json.dumps(kernel_file_to_json(read))), rel)
+        assert (back.path, back.functors, back.registrations, back.own_macros) == \
+            (read.path, read.functors, read.registrations, read.own_macros)
+        assert {n: (str(e), e.hint) for n, e in back.broken.items()} == {n: (str(e), e.hint) for n, e in read.broken.items()}
+    assert list(read.broken) == ["bad"] and read.functors and read.registrations  # the last, broken one

@@ -44,7 +44,7 @@ from mpsgen.read.cpp import (
     split_top_level,
 )
 from mpsgen.read.cpuread import UNKNOWN, CpuOutput, function_kind, read_cpu_file
-from mpsgen.read.kernelfile import KernelFile, read_kernel_file
+from mpsgen.read.kernelfile import KernelFile, kernel_file_from_json, kernel_file_to_json, read_kernel_file
 from mpsgen.read.metalhost.check import compile_metal_file
 from mpsgen.read.metalhost.owners import code_owners
 from mpsgen.read.metalread import KernelReading, read_kernel_cached
@@ -492,13 +492,19 @@ class Views:
 
     def kernel(self, rel: str) -> KernelView:
         def build(text: str) -> KernelView:
-            masked = self.masked(rel)
-            literal = read_kernel_file(text, rel, masked, strict=False)
             unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
             on_disk = self.checkout.root if self.disk_cache and unedited else None
+            if on_disk is None:
+                literal = read_kernel_file(text, rel, self.masked(rel), strict=False)
+            else:  # every kernel file of the checkout is read by scan: its literal reading is kept too
+                literal = kernel_file_from_json(cached_index(
+                    on_disk, rel, text, "kernel-file",
+                    lambda: kernel_file_to_json(read_kernel_file(text, rel, self.masked(rel), strict=False))), rel)
             reading = read_kernel_cached(on_disk, text, rel, self.header_text)
-            return KernelView(rel, literal, reading, functor_spans(text, masked, literal.functors, reading),
-                              registered_of(reading))
+            # the masked text is needed for the spans of functors a macro writes, if any
+            by_macro = any(name not in literal.functors and f.line > 0 for name, f in reading.functors.items())
+            spans = functor_spans(text, self.masked(rel) if by_macro else "", literal.functors, reading)
+            return KernelView(rel, literal, reading, spans, registered_of(reading))
 
         return self.view("kernel", rel, build)
 

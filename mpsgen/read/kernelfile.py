@@ -106,6 +106,26 @@ def read_kernel_file(text: str, path: str, masked: str | None = None, *, strict:
     return KernelFile(path, functors, tuple(registrations), own, broken)
 
 
+def kernel_file_to_json(file: KernelFile) -> dict:
+    """A KernelFile as JSON data (kept in the user cache by `mpsgen.facts.views.Views.kernel`)."""
+    return {"functors": [[name, start, end] for name, (start, end) in file.functors.items()],
+            "registrations": [[reg.macro, list(reg.args), end] for reg, end in file.registrations],
+            "own_macros": sorted(file.own_macros),
+            "broken": [[name, exc.message, exc.location.line if exc.location else 0, exc.hint]
+                       for name, exc in file.broken.items()]}
+
+
+def kernel_file_from_json(data: dict, path: str) -> KernelFile:
+    return KernelFile(
+        path,
+        {name: (start, end) for name, start, end in data["functors"]},
+        tuple((Registration(macro, tuple(args)), end) for macro, args, end in data["registrations"]),
+        frozenset(data["own_macros"]),
+        {name: MpsgenError(message, location=Location(path, line) if line else None, hint=hint)
+         for name, message, line, hint in data["broken"]},
+    )
+
+
 def _continued(masked: str, offset: int) -> bool:
     """True when the line at `offset` continues a `#define` (the previous line ends in a backslash)."""
     if offset == 0:
