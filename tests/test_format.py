@@ -155,6 +155,34 @@ def test_formatter_rewrites_only_the_added_lines(tmp_path):
     assert formatted == "int f(int a) {\n  return a+1;\n}\nint g(int a) {\n  return a * 2;\n}\n"
 
 
+def test_replacements_are_kept_until_the_text_the_style_or_the_executable_changes(tmp_path, monkeypatch):
+    """A dry run, then the run: clang-format's answer for the same text, lines, style file and
+    executable is taken from the user cache; any of them changed runs it again."""
+    from mpsgen.edit import clangformat
+
+    pytorch_clang_format()
+    monkeypatch.delenv("MPSGEN_NO_CACHE", raising=False)
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "co"
+    root.mkdir()
+    shutil.copy(PYTORCH_CLANG_FORMAT, root / ".clang-format")
+    runs = []
+    real_run = clangformat.subprocess.run
+    monkeypatch.setattr(clangformat.subprocess, "run", lambda *a, **k: runs.append(1) or real_run(*a, **k))
+    before = "int f(int a) {\n  return a+1;\n}\n"
+    after = before + "int g(int a) {\n    return a*2;\n}\n"
+    formatted = "int f(int a) {\n  return a+1;\n}\nint g(int a) {\n  return a * 2;\n}\n"
+    for _ in range(2):
+        assert Formatter.for_checkout(root).format_added("x.cpp", before, after) == formatted
+    assert len(runs) == 1
+    assert Formatter.for_checkout(root).format_added("x.cpp", before, after + "int h(int b){return b;}\n") \
+        .endswith("int h(int b) {\n  return b;\n}\n")
+    assert len(runs) == 2
+    (root / ".clang-format").write_text((root / ".clang-format").read_text().replace("ColumnLimit: 120", "ColumnLimit: 80"))
+    Formatter.for_checkout(root).format_added("x.cpp", before, after)
+    assert len(runs) == 3
+
+
 def test_a_checkout_without_clang_format_file_is_left_alone_and_told(tmp_path):
     root = copy_checkout(tmp_path, style=False)
     result = run_cli(["-C", str(root), "new-op", "hypot", "--expr", LONG_EXPR, "--dry-run"])

@@ -19,6 +19,7 @@ from pathlib import Path
 from mpsgen.edit.apply import text_opcodes
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
+from mpsgen.read.cache import cached_result, executable_identity
 from mpsgen.textedit import LineIndex, replace_spans
 
 # Files clang-format formats, and the name it is told to assume for each (it has no idea of Metal:
@@ -80,15 +81,28 @@ def replacements(text: str, ranges: list[tuple[int, int]], *, executable: str, s
     argv = [executable, f"--style=file:{style}", f"--assume-filename={assumed}", "--output-replacements-xml"]
     argv += [f"--lines={a}:{b}" for a, b in ranges]
     data = text.encode("utf-8")
+
+    def run() -> dict:
+        try:
+            result = subprocess.run(argv, input=data, capture_output=True, timeout=TIMEOUT_S, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ClangFormatError(f"cannot run {executable}: {exc}") from None
+        if result.returncode != 0:
+            message = result.stderr.decode("utf-8", "replace").strip().splitlines()[:1] or [f"exit code {result.returncode}"]
+            raise ClangFormatError(f"{Path(executable).name} failed on {rel}: {message[0]}")
+        return {"xml": result.stdout.decode("utf-8", "surrogateescape")}
+
+    # the same text, lines, style and clang-format give the same replacements: kept in the user
+    # cache (a dry run, then the run; a failed run is not kept)
+    identity = executable_identity(executable)
     try:
-        result = subprocess.run(argv, input=data, capture_output=True, timeout=TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ClangFormatError(f"cannot run {executable}: {exc}") from None
-    if result.returncode != 0:
-        message = result.stderr.decode("utf-8", "replace").strip().splitlines()[:1] or [f"exit code {result.returncode}"]
-        raise ClangFormatError(f"{Path(executable).name} failed on {rel}: {message[0]}")
+        settings = Path(style).read_bytes()
+    except OSError:
+        settings = None  # clang-format itself says what is wrong with it
+    kept = cached_result("clang-format", [identity, settings, *argv[1:], data], run) \
+        if identity is not None and settings is not None else run()
     try:
-        root = ElementTree.fromstring(result.stdout)
+        root = ElementTree.fromstring(kept["xml"].encode("utf-8", "surrogateescape"))
     except ElementTree.ParseError as exc:
         raise ClangFormatError(f"cannot read clang-format's replacements for {rel}: {exc}") from None
     spans = _byte_spans(data, ranges)

@@ -161,6 +161,17 @@ def forget() -> None:
 RESULTS_KEPT = 256
 
 
+def executable_identity(path: str) -> str | None:
+    """What names an installed program for a kept result of running it: its resolved path, size
+    and modification time (a reinstalled one is another); None when the path names no file."""
+    real = os.path.realpath(path)
+    try:
+        stat = os.stat(real)
+    except OSError:
+        return None
+    return f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}"
+
+
 def cached_result(kind: str, inputs: Iterable[str | bytes], run: Callable[[], dict]) -> dict:
     """`run()` (JSON data), taken from `<cache dir>/<kind>/` when a result of exactly these
     `inputs` (everything the result depends on, in order) is kept there. A `run()` that raises is

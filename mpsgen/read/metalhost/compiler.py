@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpsgen.model import Location
-from mpsgen.read.cache import cache_dir, cache_enabled
+from mpsgen.read.cache import cache_dir, cache_enabled, executable_identity
 
 PRELUDE_DIR = Path(__file__).resolve().parent / "include"
 PRELUDE = PRELUDE_DIR / "mpsgen_metal.h"
@@ -57,12 +57,8 @@ class Compiler:
     def identity(self) -> str | None:
         """What names this compiler's build: its resolved path, size and modification time (a
         reinstalled compiler is another), and its family; None when the path names no file."""
-        real = os.path.realpath(self.path)
-        try:
-            stat = os.stat(real)
-        except OSError:
-            return None
-        return f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}\0{self.family}"
+        identity = executable_identity(self.path)
+        return None if identity is None else f"{identity}\0{self.family}"
 
     def base_flags(self, include_dirs: tuple[Path, ...]) -> list[str]:
         flags = list(_COMMON_FLAGS)
