@@ -170,6 +170,38 @@ def test_compiled_templates_are_kept_until_the_template_changes(tmp_path, monkey
     assert Templates(tmp_path / "pytorch").render("x.j2", v=5) == "second 5\n"
 
 
+def test_rendered_templates_are_kept_by_sources_and_context(tmp_path, monkeypatch):
+    """A rendering of plain data is kept in the user cache: the same template sources and context
+    render without jinja2; another context, an edited template (a checkout's override here) or a
+    context that is not plain data render afresh."""
+    from mpsgen.edit.templates import OVERRIDE_DIR, Templates
+
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    override = tmp_path / "pytorch" / OVERRIDE_DIR
+    override.mkdir(parents=True)
+    (override / "x.j2").write_text("{{ v }}{{ ' with a' if 'a' in s else '' }}\n", encoding="utf-8")
+    rendered = []
+    real = Templates._render
+    monkeypatch.setattr(Templates, "_render", lambda self, name, context: rendered.append(name) or real(self, name, context))
+
+    def render(**context):
+        return Templates(tmp_path / "pytorch").render("x.j2", **context)
+
+    assert render(v=1, s=frozenset("ab")) == "1 with a\n"
+    assert render(v=1, s=frozenset("ba")) == "1 with a\n"  # the same set: kept
+    assert len(rendered) == 1
+    assert render(v=1, s=["a", "b"]) == "1 with a\n"  # a list is not the set: rendered
+    assert render(v=2, s=frozenset("ab")) == "2 with a\n"
+    assert len(rendered) == 3
+    (override / "x.j2").write_text("now {{ v }}\n", encoding="utf-8")
+    assert render(v=2, s=frozenset("ab")) == "now 2\n"
+    assert len(rendered) == 4
+    assert render(v=object.__name__, s=frozenset()) == "now object\n"
+    for _ in range(2):
+        assert render(v=2, s=object()) == "now 2\n"  # not plain data: every time
+    assert len(rendered) == 7
+
+
 def test_the_yaml_index_is_kept_until_the_file_changes(tmp_path, monkeypatch):
     """native_functions.yaml's `- func:` lines and full scan, kept in the user cache: what a later
     run reads from there is what the scanner reads, and an edited file is scanned afresh."""

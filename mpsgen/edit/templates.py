@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
-from mpsgen.read.cache import cache_dir, cache_enabled
+from mpsgen.read.cache import cache_dir, cache_enabled, cached_result
 from mpsgen.resources import shipped_template_dir
 
 OVERRIDE_DIR = Path(".mpsgen") / "templates"
@@ -23,6 +25,7 @@ class Templates:
             self._search.append(str(self.override_dir))
         self._search.append(str(shipped_template_dir()))
         self._env = None
+        self._digest: str | None = None
 
     @property
     def _jinja(self):
@@ -55,6 +58,30 @@ class Templates:
         return True
 
     def render(self, name: str, /, **context) -> str:
+        """The template rendered with `context`; kept in the user cache by every template's source
+        and the context (plain data only), so a run that renders what an earlier one did (a dry run,
+        then the run) neither loads jinja2 nor renders."""
+        try:
+            data = json.dumps(context, sort_keys=True, default=_set_as_data)
+        except TypeError:  # not plain data: rendered every time
+            return self._render(name, context)
+        return cached_result("rendered", [self._sources_digest(), name, data],
+                             lambda: {"text": self._render(name, context)})["text"]
+
+    def _sources_digest(self) -> str:
+        """Every file of the template directories, overrides first: what a rendering may read."""
+        if self._digest is None:
+            digest = hashlib.sha256()
+            for directory in self._search:
+                for path in sorted(p for p in Path(directory).rglob("*") if p.is_file()):
+                    for part in (str(path.relative_to(directory)).encode("utf-8", "surrogateescape"), path.read_bytes()):
+                        digest.update(len(part).to_bytes(8, "little"))
+                        digest.update(part)
+                digest.update(b"\0")
+            self._digest = digest.hexdigest()
+        return self._digest
+
+    def _render(self, name: str, context: dict) -> str:
         jinja2 = self._jinja
         try:
             return self.env.get_template(name).render(**context)
@@ -72,6 +99,13 @@ class Templates:
             ) from None
         except jinja2.TemplateNotFound:
             raise MpsgenError(f"template {name} not found", hint="reinstall mpsgen") from None
+
+
+def _set_as_data(value):
+    """A set in a template's context, for its cache key: its sorted members, marked as a set."""
+    if isinstance(value, (set, frozenset)):
+        return {"set": sorted(value)}
+    raise TypeError(f"{type(value).__name__} is not plain data")
 
 
 def _bytecode_cache(jinja2):
