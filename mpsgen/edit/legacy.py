@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from mpsgen.edit.linemap import EditMap
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.views import HELPER_KINDS
 from mpsgen.model import Change, FileChange, Location, Note, counted
 from mpsgen.read.cpp import Definition, code_only, find_definitions, find_directives, identifiers, mask_code
 from mpsgen.textedit import LineIndex, replace_spans
@@ -67,7 +68,7 @@ class _Source:
         self.path = path
         self.text = text
         self._read_definitions = read_definitions  # path -> the definitions of `text` (a Views')
-        self._read_names = read_names  # path -> the names they define (a Views', kept apart)
+        self._read_names = read_names  # path -> its function and macro names (a Views', kept apart)
         self._defs: list[Definition] | MpsgenError | None = None
         self.removed: list[tuple[Definition, str]] = []  # (definition, removal kind)
 
@@ -82,10 +83,11 @@ class _Source:
         return identifiers(self.masked)
 
     @functools.cached_property
-    def defined_names(self) -> frozenset[str]:
-        """The names this file defines (raises MpsgenError for a file that cannot be read)."""
+    def helper_names(self) -> frozenset[str]:
+        """The names of the functions and macros this file defines (raises MpsgenError for a file
+        that cannot be read)."""
         if self._read_names is None or self._defs is not None:
-            return frozenset(d.name for d in self.definitions)
+            return frozenset(d.name for d in self.definitions if d.kind in HELPER_KINDS)
         try:
             return frozenset(self._read_names(self.path))
         except MpsgenError as exc:
@@ -184,7 +186,8 @@ def plan_legacy_removal(
     kernel names the op's yaml entries mention (they decide whether the op's `_native.h` include is
     still needed). Call again on the returned texts for the next op. `read_definitions(path)`: the
     definitions of `files[path]` as a Views keeps them (`Views.definitions`), else they are found here;
-    `read_names(path)`, the names they define (`Views.defined_names`), asked of every file first.
+    `read_names(path)`, the names of the functions and macros they define (`Views.helper_names`),
+    asked of every file first.
     """
     sources = {path: _Source(path, text, read_definitions, read_names) for path, text in sorted(files.items())}
     removed_names: set[str] = set()
@@ -340,7 +343,7 @@ def _helper_candidates(sources: dict[str, _Source], name: str, *,
     out = []
     for src in sources.values():
         try:
-            if name not in src.defined_names:
+            if name not in src.helper_names:
                 continue
         except MpsgenError:
             if readable_only or not src.mentions(name):
@@ -544,7 +547,7 @@ def plan_legacy(views, spec, legacy_files: tuple[str, ...] = ()) -> tuple[FileCh
 
     files = {rel: views.ws.read(rel) for rel in dict.fromkeys([*views.host_files(), *legacy_files])}
     result = plan_legacy_removal(files, set(spec.legacy_kernels), spec.op, set(spec.header_symbols),
-                                 read_definitions=views.definitions, read_names=views.defined_names)
+                                 read_definitions=views.definitions, read_names=views.helper_names)
     removed = {r.name for r in result.removals if r.kind != "include"}
     dangling = find_dangling_references({**files, **result.texts}, removed)
     if dangling:

@@ -331,6 +331,9 @@ def functor_spans(text: str, masked: str, literal: dict, reading) -> dict[str, t
 # ------------------------------------------------------------------------------------------ views
 
 
+HELPER_KINDS = ("function", "macro")  # definitions a plan may remove once nothing uses them
+
+
 class Views:
     """Parsed views of a Workspace's texts, each built once per text (a view is rebuilt when the
     Workspace holds a new text for its file)."""
@@ -469,19 +472,21 @@ class Views:
 
         return self.view("definitions", rel, build)
 
-    def defined_names(self, rel: str) -> frozenset[str]:
-        """The names `definitions(rel)` defines, kept on their own (small) in the user cache: a
-        plan asks every host file whether it defines a helper, and loads the definitions of the
-        few that do."""
+    def helper_names(self, rel: str) -> frozenset[str]:
+        """The names of the functions and macros `definitions(rel)` holds (what a plan may find
+        unused and remove), kept on their own (small) in the user cache: a plan asks every host
+        file whether it defines such a name, and loads the definitions of the few that do."""
+
+        def names() -> list[str]:
+            return sorted({d.name for d in self.definitions(rel) if d.kind in HELPER_KINDS})
 
         def build(text: str) -> frozenset[str]:
             unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
             if not (self.disk_cache and unedited):
-                return frozenset(d.name for d in self.definitions(rel))
-            return frozenset(cached_index(self.checkout.root, rel, text, "defined-names",
-                                          lambda: sorted({d.name for d in self.definitions(rel)})))
+                return frozenset(names())
+            return frozenset(cached_index(self.checkout.root, rel, text, "helper-names", names))
 
-        return self.view("defined-names", rel, build)
+        return self.view("helper-names", rel, build)
 
     def masked(self, rel: str) -> str:
         return self.view("masked", rel, mask_code)
