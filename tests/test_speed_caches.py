@@ -175,6 +175,7 @@ def test_rendered_templates_are_kept_by_sources_and_context(tmp_path, monkeypatc
     render without jinja2; another context, an edited template (a checkout's override here) or a
     context that is not plain data render afresh."""
     from mpsgen.edit.templates import OVERRIDE_DIR, Templates
+    from mpsgen.facts.params import ParamField
 
     monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
     override = tmp_path / "pytorch" / OVERRIDE_DIR
@@ -200,6 +201,12 @@ def test_rendered_templates_are_kept_by_sources_and_context(tmp_path, monkeypatc
     for _ in range(2):
         assert render(v=2, s=object()) == "now 2\n"  # not plain data: every time
     assert len(rendered) == 7
+    (override / "x.j2").write_text("{{ v.name }}: {{ v.declared }}\n", encoding="utf-8")
+    field = ParamField("alpha", "scalar", "const Scalar&")  # a record of mpsgen's model: class and fields
+    for _ in range(2):
+        assert render(v=field, s=()) == "alpha: const Scalar&\n"
+    assert render(v=ParamField("beta", "scalar", "const Scalar&"), s=()) == "beta: const Scalar&\n"
+    assert len(rendered) == 9
 
 
 def test_the_yaml_index_is_kept_until_the_file_changes(tmp_path, monkeypatch):

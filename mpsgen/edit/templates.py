@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -102,9 +103,14 @@ class Templates:
 
 
 def _set_as_data(value):
-    """A set in a template's context, for its cache key: its sorted members, marked as a set."""
+    """For a rendering's cache key: a set in its context as its sorted members, a dataclass
+    instance (frozen records of mpsgen's model) as its class and fields, each marked as such."""
     if isinstance(value, (set, frozenset)):
         return {"set": sorted(value)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        return {"dataclass": f"{kind.__module__}.{kind.__qualname__}",
+                "fields": {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}}
     raise TypeError(f"{type(value).__name__} is not plain data")
 
 

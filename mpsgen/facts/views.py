@@ -435,16 +435,16 @@ class Views:
         """Every MPS registration of `stub` in operations/*.mm (direct or through a helper macro)."""
         out = []
         for rel in self.host_files():
-            if functor_name_of_stub(stub) not in self.ws.read(rel):
+            if functor_name_of_stub(stub) not in self.ws.read(rel) or stub not in self.host_stub_names(rel):
                 continue
             out.extend(r for r in self.host(rel).registrations if r.stub == stub)
         return out
 
-    def registered_stub_names(self) -> set[str]:
-        """The stubs operations/*.mm register for MPS; per file, once per text (the checkout's
-        own texts kept in the user cache with `disk_cache`: every op's stub lookup asks)."""
+    def host_stub_names(self, rel: str) -> frozenset[str]:
+        """The stubs one operations/*.mm file registers for MPS, once per text (the checkout's own
+        texts kept in the user cache with `disk_cache`: every op's stub lookup asks every file)."""
 
-        def build(rel: str, text: str) -> frozenset[str]:
+        def build(text: str) -> frozenset[str]:
             def read() -> list[str]:
                 return sorted({r.stub for r in HostView.read(text, rel).registrations})
 
@@ -453,9 +453,13 @@ class Views:
                 return frozenset(read())
             return frozenset(cached_index(self.checkout.root, rel, text, "host-stub-names", read))
 
+        return self.view("host-stub-names", rel, build)
+
+    def registered_stub_names(self) -> set[str]:
+        """The stubs operations/*.mm register for MPS."""
         names: set[str] = set()
         for rel in self.host_files():
-            names.update(self.view("host-stub-names", rel, lambda text, rel=rel: build(rel, text)))
+            names.update(self.host_stub_names(rel))
         return names
 
     def definitions(self, rel: str) -> list:
