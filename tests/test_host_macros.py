@@ -50,3 +50,28 @@ def test_its_host_function_is_the_macro_body_an_mpsgraph_kernel_without_a_metal_
     assert function.kernel is None and MPSGRAPH.search(mask_code(function.body))
     logit = view.function(next(r for r in view.registrations if r.stub == "logit_stub"))
     assert logit.kernel == "logit" and not MPSGRAPH.search(mask_code(logit.body))
+
+
+def test_a_new_native_section_stands_apart_from_the_code_above_it():
+    """A host file with no native section yet (the last function's brace right above the
+    namespace's end, no newline at the end of the file, as one upstream file has it): the
+    section opens after a blank line, the rest of the file byte for byte as it was."""
+    from mpsgen.edit.host import plan_host
+    from mpsgen.edit.templates import Templates
+
+    head = "#include <x.h>\n\nnamespace at::native {\nstatic void f() {\n  g();\n}\n"
+    tail = "} // namespace at::native"
+    change = plan_host(head + tail, Templates(None), "o/UnaryKernel.mm", stub="sgn_stub", functor="sgn", arity=1,
+                       alpha=False, iterator_type="TensorIteratorBase&", kernel_stem="UnaryKernel", registered=[])
+    assert change.text == head + (
+        "\n#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
+        "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
+        "#else\n#include <ATen/native/mps/UnaryKernel_metallib.h>\n#endif\n\n"
+        "static void sgn_mps_kernel(TensorIteratorBase& iter) {\n"
+        '  lib.exec_unary_kernel(iter, "sgn");\n}\n\n'
+        "REGISTER_DISPATCH(sgn_stub, &sgn_mps_kernel)\n\n"
+    ) + tail
+    spaced = plan_host(head + "\n" + tail, Templates(None), "o/UnaryKernel.mm", stub="sgn_stub", functor="sgn",
+                       arity=1, alpha=False, iterator_type="TensorIteratorBase&", kernel_stem="UnaryKernel",
+                       registered=[])
+    assert spaced.text == change.text  # a blank line there already: none added
