@@ -108,7 +108,7 @@ def copy_checkout(tmp_path: Path, source: Path = FIXTURE_CHECKOUT, *, style: boo
     """A fresh copy of the miniature checkout; `style=False` leaves out its `.clang-format` (a
     checkout without one: mpsgen formats nothing and verify's format check skips)."""
     dest = tmp_path / "pytorch"
-    shutil.copytree(source, dest)
+    shutil.copytree(source, dest, ignore=_no_lock)
     if not style:
         (dest / ".clang-format").unlink(missing_ok=True)
     return dest
@@ -128,10 +128,24 @@ def every_file(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def _no_lock(directory: str, names: list[str]) -> set[str]:
+    """A copy never takes a run's lock along (`.mpsgen/lock` of a run on the source meanwhile)."""
+    return {"lock"} & set(names) if Path(directory).name == ".mpsgen" else set()
+
+
+WRITING_COMMANDS = ("new-op", "migrate")
+
+
 def run_cli(args: list[str], cwd: Path | None = None):
-    """Run `mpsgen ARGS` in-process; returns click's Result (exit_code, stdout, stderr)."""
+    """Run `mpsgen ARGS` in-process; returns click's Result (exit_code, stdout, stderr). A writing
+    command is refused on the shared miniature itself: it takes the checkout's lock (`.mpsgen/`)
+    while other workers copy the miniature (`copy_checkout` gives each test its own)."""
     from mpsgen.cli import main
 
+    at = args.index("-C") + 1 if "-C" in args else len(args)
+    if at < len(args) and Path(args[at]).resolve() == FIXTURE_CHECKOUT.resolve() \
+            and any(a in WRITING_COMMANDS for a in args) and "--dry-run" not in args:
+        raise AssertionError(f"a writing command on the shared miniature {FIXTURE_CHECKOUT}: run it on copy_checkout()")
     runner = CliRunner()
     old = os.getcwd()
     try:
