@@ -386,7 +386,7 @@ def _host_definitions(views: Views, wanted: set[str], notes: list[str]) -> tuple
     totals = []
     for rel in views.host_files():
         text = views.ws.read(rel)
-        index = cached_index(views.checkout.root, rel, text, "scan-host-file", lambda: _host_file_index(text, rel))
+        index = cached_index(views.disk_root(rel, text), rel, text, "scan-host-file", lambda: _host_file_index(text, rel))
         names = wanted.intersection(index["ids"])
         error = None
         in_file: dict[str, _Found] = {}

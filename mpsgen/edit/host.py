@@ -115,8 +115,7 @@ def plan_host(text: str, templates: Templates, path: str, *, stub: str, functor:
             )
         anchor = index.start_of(index.line_of(ends[-1].start()))
         # the section stands apart from the code above it, by a blank line, as PyTorch's files do
-        block = newline if anchor > 0 and text[:anchor].strip(" \t\r\n") and \
-            text[index.start_of(index.line_of(anchor - 1)) : anchor].strip() else ""
+        block = newline if anchor > 0 and text[index.start_of(index.line_of(anchor - 1)) : anchor].strip() else ""
         if "getBundledLibrary" not in masked:
             block += templates.render("metal_library.mm.j2", kernel_stem=kernel_stem) + newline
         block += function_text + newline + register_text + newline

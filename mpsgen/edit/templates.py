@@ -63,7 +63,7 @@ class Templates:
         and the context (plain data only), so a run that renders what an earlier one did (a dry run,
         then the run) neither loads jinja2 nor renders."""
         try:
-            data = json.dumps(context, sort_keys=True, default=_set_as_data)
+            data = json.dumps(context, sort_keys=True, default=_as_key_data)
         except TypeError:  # not plain data: rendered every time
             return self._render(name, context)
         return cached_result("rendered", [self._sources_digest(), name, data],
@@ -102,7 +102,7 @@ class Templates:
             raise MpsgenError(f"template {name} not found", hint="reinstall mpsgen") from None
 
 
-def _set_as_data(value):
+def _as_key_data(value):
     """For a rendering's cache key: a set in its context as its sorted members, a dataclass
     instance (frozen records of mpsgen's model) as its class and fields, each marked as such."""
     if isinstance(value, (set, frozenset)):

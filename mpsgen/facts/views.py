@@ -17,6 +17,7 @@ import bisect
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -372,6 +373,12 @@ class Views:
         self._cache[(kind, rel)] = (text, value)
         return value
 
+    def disk_root(self, rel: str, text: str) -> Path | None:
+        """The checkout's root when an index of `text` may be kept in the user cache under `rel`
+        (`disk_cache`, and `text` is the checkout's own text of `rel`, not an edit), else None."""
+        unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
+        return self.checkout.root if self.disk_cache and unedited else None
+
     def _once(self, name: str, build: Callable[[], Any]) -> Any:
         if name not in self._fixed:
             self._fixed[name] = build()
@@ -381,8 +388,7 @@ class Views:
     @property
     def native_functions(self) -> NativeFunctions:
         def build(text: str) -> NativeFunctions:
-            unedited = text is self.checkout.read(NATIVE_FUNCTIONS)
-            return NativeFunctions(text, NATIVE_FUNCTIONS, self.checkout.root if self.disk_cache and unedited else None)
+            return NativeFunctions(text, NATIVE_FUNCTIONS, self.disk_root(NATIVE_FUNCTIONS, text))
 
         return self.view("yaml", NATIVE_FUNCTIONS, build)
 
@@ -392,8 +398,7 @@ class Views:
         (the very same text: the user cache keeps the SHA-256 of each entry's lines that passed) are
         not parsed again; a refusal is never kept, so it is raised afresh with its line."""
         nf = self.native_functions
-        unedited = nf.text is self.checkout.read(NATIVE_FUNCTIONS)
-        on_disk = self.checkout.root if self.disk_cache and unedited else None
+        on_disk = self.disk_root(NATIVE_FUNCTIONS, nf.text)
         for entry in entries:
             cached_index(on_disk, NATIVE_FUNCTIONS, nf.text[entry.start : entry.end], f"valid-entry-{entry.name}",
                          lambda entry=entry: validate_entry(nf.text, entry) or True)
@@ -448,10 +453,8 @@ class Views:
             def read() -> list[str]:
                 return sorted({r.stub for r in HostView.read(text, rel).registrations})
 
-            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
-            if not (self.disk_cache and unedited):
-                return frozenset(read())
-            return frozenset(cached_index(self.checkout.root, rel, text, "host-stub-names", read))
+            root = self.disk_root(rel, text)
+            return frozenset(read() if root is None else cached_index(root, rel, text, "host-stub-names", read))
 
         return self.view("host-stub-names", rel, build)
 
@@ -467,10 +470,10 @@ class Views:
         `disk_cache` and the checkout's own text, kept in the user cache while it hashes the same."""
 
         def build(text: str) -> list:
-            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
-            if not (self.disk_cache and unedited):
+            root = self.disk_root(rel, text)
+            if root is None:
                 return find_definitions(text, rel)
-            data = cached_index(self.checkout.root, rel, text, "definitions",
+            data = cached_index(root, rel, text, "definitions",
                                 lambda: [definition_to_json(d) for d in find_definitions(text, rel)])
             return [definition_from_json(d, rel) for d in data]
 
@@ -485,10 +488,8 @@ class Views:
             return sorted({d.name for d in self.definitions(rel) if d.kind in HELPER_KINDS})
 
         def build(text: str) -> frozenset[str]:
-            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
-            if not (self.disk_cache and unedited):
-                return frozenset(names())
-            return frozenset(cached_index(self.checkout.root, rel, text, "helper-names", names))
+            root = self.disk_root(rel, text)
+            return frozenset(names() if root is None else cached_index(root, rel, text, "helper-names", names))
 
         return self.view("helper-names", rel, build)
 
@@ -501,8 +502,7 @@ class Views:
 
     def kernel(self, rel: str) -> KernelView:
         def build(text: str) -> KernelView:
-            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
-            on_disk = self.checkout.root if self.disk_cache and unedited else None
+            on_disk = self.disk_root(rel, text)
             if on_disk is None:
                 literal = read_kernel_file(text, rel, self.masked(rel), strict=False)
             else:  # every kernel file of the checkout is read by scan: its literal reading is kept too
@@ -583,9 +583,7 @@ class Views:
 
     def opinfo_index(self, rel: str) -> dict:
         def build(text: str) -> dict:
-            unedited = self.checkout.exists(rel) and text is self.checkout.read(rel)
-            on_disk = self.checkout.root if self.disk_cache and unedited else None
-            return cached_index(on_disk, rel, text, "opinfo-calls", lambda: scan_calls(text))
+            return cached_index(self.disk_root(rel, text), rel, text, "opinfo-calls", lambda: scan_calls(text))
 
         return self.view("opinfo-index", rel, build)
 
