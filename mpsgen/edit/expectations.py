@@ -10,6 +10,7 @@ from mpsgen.edit.opinfo import plan_opinfo_edits
 from mpsgen.edit.testlists import TestListChange, plan_testlist_edits
 from mpsgen.facts.rules import (
     COMPLEX,
+    complex_untested,
     missing_op_rule,
     reference_dtypes_of,
     reference_of_ref,
@@ -95,7 +96,7 @@ def plan_test_lists(views: Views, facts: OpFacts, registered: frozenset[str], *,
         new_text, found = plan_testlist_edits(
             text, COMMON_MPS, keys, fixable, bool(registered & COMPLEX), drop_undefined,
             tested_dtypes=tested_by_key(facts), backward=facts.backward,
-            parsed=views.testlists_parse(), reasons=reasons,
+            parsed=views.testlists_parse(), reasons=reasons, complex_untested=complex_untested(facts),
         )
         changes.extend(found)
         if new_text != text:
