@@ -29,7 +29,8 @@ from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
 from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.reduction import (base_launcher_call, launcher_call, load_mode_problem, op_pairs, plan_orders,
+from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launcher_call, load_mode_problem, op_pairs,
+                                    plan_orders, sibling_line,
                                     reduction_host_of,
                                     reduction_kernels_of, registration_macro)
 from mpsgen.facts.resolve import OpSpec, Options
@@ -143,8 +144,14 @@ def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) ->
     else:
         text = templates.render("reduction_op.metal.j2", struct=body.struct, identity=body.identity,
                                 combine=body.combine, simd=body.simd, threadgroup=body.threadgroup)
-    choice = ReductionChoice(body, text, macro, register_macro, pairs, launcher, where)
-    return KernelChoice(body.source, text, (), registered, reduction=choice)
+    converted = converted_inputs(kernels, body, pairs)
+    choice = ReductionChoice(body, text, macro, register_macro, pairs, launcher, where, converted=converted)
+    registered |= {METAL_TO_TORCH[t] for t in converted if t in METAL_TO_TORCH}
+    notes = tuple(Note("info", f"{spec.op} registers no {t} kernel ({body.pairs_like}'s {t} kernels are registered here); "
+                               f"its host function converts a {t} input to the output's type and reduces it with "
+                               f"{spec.op}'s kernels for that type", Location(spec.kernel_file, line))
+                  for t, line in ((t, sibling_line(kernels, body.pairs_like, t)) for t in converted))
+    return KernelChoice(body.source, text, (), registered, reduction=choice, notes=notes)
 
 
 # ------------------------------------------------------------------------------------------ steps
