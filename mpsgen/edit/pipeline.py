@@ -89,7 +89,13 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                            explicit=groups if existing else options.dtypes, body=body.describe,
                            minimal=body.source == "placeholder")
     if existing:
-        return KernelChoice("existing", "", (), torch_dtypes_for(groups))
+        notes = ()
+        if spec.compiled is not None:
+            compiled = spec.compiled
+            notes = (Note("info", f"{spec.stub.name} is registered with {compiled.functor}_functor, which "
+                                  f"{compiled.kernel_file} already compiles ({', '.join(groups)}): no second functor; "
+                                  f"{compiled.why}", compiled.location),)
+        return KernelChoice("existing", "", (), torch_dtypes_for(groups), notes=notes)
 
     c10_functions = checkout_functions(views.ws, disk_cache=views.disk_cache)
     kernel_text = views.ws.read(spec.kernel_file)
@@ -218,11 +224,15 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
 
         yield plan_include(c.read(spec.host_file), spec.host_file, kernel.params.include)
         yield plan_include(c.read(spec.host_file), spec.host_file, "fmt/format.h")
+    if spec.compiled is not None and spec.compiled.host_file == spec.host_file:
+        # the file launching the functor already is not the stub family's: it needs the stub's header
+        yield plan_include(c.read(spec.host_file), spec.host_file, f"ATen/native/{spec.stub.header}")
     yield plan_host(
         c.read(spec.host_file), c.templates, spec.host_file, stub=spec.stub.name, functor=spec.functor,
         arity=kernel.params.arity if kernel.params is not None else spec.arity, alpha=spec.alpha,
         iterator_type=spec.iterator_type, kernel_stem=spec.kernel_file.rsplit("/", 1)[-1].removesuffix(".metal"),
         registered=c.views.registrations(spec.stub.name), params=kernel.params,
+        function=spec.op if spec.compiled is not None else "",
     )
 
 

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.compiled import CompiledAs, compiled_as
 from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
                                     load_takes_parameter)
 from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
@@ -74,6 +75,7 @@ class OpSpec:
     host_file: str
     params: ParamsSpec | None = None  # stubs with several scalars: see mpsgen/params.py
     reduction: ReductionBody | None = None  # a reduction family stub: see mpsgen/facts/reduction.py
+    compiled: CompiledAs | None = None  # the checkout compiles the op's kernel under another name
 
     @property
     def op(self) -> str:
@@ -137,6 +139,10 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
         body = (flags_body(op, facts.functor, options.identity, options.combine, options.finalize, options.acc)
                 if options.reduction_flags else catalog_body(op))
         return OpSpec(facts, stub, 1, False, facts.functor, kernel_file, host_file, reduction=body)
+    existing = compiled_as(views, op) if options.expr is None and not options.kernel_file else None
+    if existing is not None and not stub.scalar_count:
+        host = host_file if options.host_file or not existing.host_file else existing.host_file
+        return OpSpec(facts, stub, arity, False, existing.functor, existing.kernel_file, host, compiled=existing)
     return OpSpec(facts, stub, arity, stub.scalar_count == 1, facts.functor, kernel_file, host_file)
 
 
