@@ -246,6 +246,7 @@ def test_an_optional_without_a_known_default_is_reported(tmp_path):
         kernel_file = f"{KERNELS}/FooKernel.metal"
         host_file = "aten/src/ATen/native/mps/operations/FooKernel.mm"
         iterator_type = "TensorIteratorBase&"
+        compiled = None  # no functor compiled under another name (OpSpec.compiled)
         stub = stub("TensorIteratorBase&", "std::optional<double>", "std::optional<double>", name="foo_stub")
         params = build_params(stub, entry("foo(Tensor self, float? lo=None, float? hi=None) -> Tensor"), "foo",
                               kernel_file, 1, {"hi": "scalar_t(1)"})

@@ -10,7 +10,9 @@ from mpsgen.edit.opinfo import plan_opinfo_edits
 from mpsgen.edit.testlists import TestListChange, plan_testlist_edits
 from mpsgen.facts.rules import (
     COMPLEX,
+    complex_untested,
     missing_op_rule,
+    raised_messages,
     reference_dtypes_of,
     reference_of_ref,
     served_by_shared_code,
@@ -74,7 +76,7 @@ def plan_test_lists(views: Views, facts: OpFacts, registered: frozenset[str], *,
     to check (verify: the overloads served as the checkout stands)."""
 
     registered = registered | served_by_shared_code(facts)
-    reasons = missing_op_rule(facts, after_change=after_change)
+    reasons = missing_op_rule(facts, after_change=after_change, legacy_raises=legacy_raises(views, facts))
     tested = tested_of_ref(facts)
     reference = reference_of_ref(facts)
     texts: dict[str, str] = {}
@@ -95,12 +97,29 @@ def plan_test_lists(views: Views, facts: OpFacts, registered: frozenset[str], *,
         new_text, found = plan_testlist_edits(
             text, COMMON_MPS, keys, fixable, bool(registered & COMPLEX), drop_undefined,
             tested_dtypes=tested_by_key(facts), backward=facts.backward,
-            parsed=views.testlists_parse(), reasons=reasons,
+            parsed=views.testlists_parse(), reasons=reasons, complex_untested=complex_untested(facts),
         )
         changes.extend(found)
         if new_text != text:
             texts[COMMON_MPS] = new_text
     return TestListPlan(texts, tuple(changes))
+
+
+def legacy_raises(views: Views, facts: OpFacts) -> tuple[str, ...]:
+    """The errors the op's separate MPS kernels (`MPS: x_mps`, removed by migrate) raise, read from
+    their definitions in the host files."""
+    names = facts.legacy_kernels
+    if not names:
+        return ()
+    out: list[str] = []
+    for rel in views.host_files():
+        text = views.ws.read(rel)
+        if not any(name in text for name in names):
+            continue
+        for d in views.definitions(rel):
+            if d.name in names and d.kind in ("function", "impl-func"):
+                out.extend(raised_messages(text[d.code_start:d.code_end]))
+    return tuple(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)

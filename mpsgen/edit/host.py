@@ -28,10 +28,13 @@ def find_helper_macro_uses(text: str, macro: str) -> list[tuple[str, int]]:
 
 
 def plan_host(text: str, templates: Templates, path: str, *, stub: str, functor: str, arity: int,
-              alpha: bool, iterator_type: str, kernel_stem: str, registered: list, params=None) -> FileChange:
+              alpha: bool, iterator_type: str, kernel_stem: str, registered: list, params=None,
+              function: str = "") -> FileChange:
     """The host file's `text` with the kernel function and its REGISTER_DISPATCH added, unless the
     stub is already registered (`registered`: its MPS registrations, `mpsgen.facts.views.Views.registrations`).
-    `params` (a `params.ParamsSpec`): the stub takes several scalars, passed as a params struct."""
+    `params` (a `params.ParamsSpec`): the stub takes several scalars, passed as a params struct.
+    `function`: the kernel function's name stem when it is not the functor's (a functor compiled
+    under another name: `conj_physical_kernel` launching `copy_conj`)."""
     if registered:
         where = registered[0]
         note = Note("kept", f"{stub} is already registered for MPS ({where.function}); kept as is", where.location)
@@ -56,7 +59,7 @@ def plan_host(text: str, templates: Templates, path: str, *, stub: str, functor:
                     return FileChange(path, replace_spans(text, [(anchor, anchor, line)]), (change,))
 
     registrations = HostView.read(text, path).direct_registrations()
-    function_name = f"{functor}{function_suffix(registrations)}"
+    function_name = f"{function or functor}{function_suffix(registrations)}"
     if params is not None:
 
         signature = host_signature(iterator_type, params)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from mpsgen.edit.testlists import TestListChange
-from mpsgen.facts.rules import BACKEND_DTYPE
+from mpsgen.facts.rules import BACKEND_DTYPE, LEGACY_RAISE
 from mpsgen.model import Location
 from mpsgen.read.opinfo import (
     FAILURE_DECORATORS,
@@ -109,6 +109,9 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
     if unserved:
         return ("kept", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}), but the kernel does "
                 f"not register {', '.join(unserved)}: those would still fail (narrow it with dtypes=)", "")
+    if out_fixed and why.kind == LEGACY_RAISE:
+        return ("removed-decorator", f"{kind} for {target}: its reason is an error the removed MPS kernel raises "
+                f"({why.quote!r}), which goes with it", "")
     if out_fixed:
         return ("removed-decorator", f"{kind} for {target}: its reason is the out= behaviour ({why.quote!r}), which the "
                 "shared out kernel now serving MPS provides", "")

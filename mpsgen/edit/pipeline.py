@@ -29,7 +29,8 @@ from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
 from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.reduction import (base_launcher_call, launcher_call, load_mode_problem, op_pairs, plan_orders,
+from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launcher_call, load_mode_problem, op_pairs,
+                                    plan_orders, sibling_line,
                                     reduction_host_of,
                                     reduction_kernels_of, registration_macro)
 from mpsgen.facts.resolve import OpSpec, Options
@@ -88,7 +89,13 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                            explicit=groups if existing else options.dtypes, body=body.describe,
                            minimal=body.source == "placeholder")
     if existing:
-        return KernelChoice("existing", "", (), torch_dtypes_for(groups))
+        notes = ()
+        if spec.compiled is not None:
+            compiled = spec.compiled
+            notes = (Note("info", f"{spec.stub.name} is registered with {compiled.functor}_functor, which "
+                                  f"{compiled.kernel_file} already compiles ({', '.join(groups)}): no second functor; "
+                                  f"{compiled.why}", compiled.location),)
+        return KernelChoice("existing", "", (), torch_dtypes_for(groups), notes=notes)
 
     c10_functions = checkout_functions(views.ws, disk_cache=views.disk_cache)
     kernel_text = views.ws.read(spec.kernel_file)
@@ -143,8 +150,14 @@ def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) ->
     else:
         text = templates.render("reduction_op.metal.j2", struct=body.struct, identity=body.identity,
                                 combine=body.combine, simd=body.simd, threadgroup=body.threadgroup)
-    choice = ReductionChoice(body, text, macro, register_macro, pairs, launcher, where)
-    return KernelChoice(body.source, text, (), registered, reduction=choice)
+    converted = converted_inputs(kernels, body, pairs)
+    choice = ReductionChoice(body, text, macro, register_macro, pairs, launcher, where, converted=converted)
+    registered |= {METAL_TO_TORCH[t] for t in converted if t in METAL_TO_TORCH}
+    notes = tuple(Note("info", f"{spec.op} registers no {t} kernel ({body.pairs_like}'s {t} kernels are registered here); "
+                               f"its host function converts a {t} input to the output's type and reduces it with "
+                               f"{spec.op}'s kernels for that type", Location(spec.kernel_file, line))
+                  for t, line in ((t, sibling_line(kernels, body.pairs_like, t)) for t in converted))
+    return KernelChoice(body.source, text, (), registered, reduction=choice, notes=notes)
 
 
 # ------------------------------------------------------------------------------------------ steps
@@ -211,11 +224,15 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
 
         yield plan_include(c.read(spec.host_file), spec.host_file, kernel.params.include)
         yield plan_include(c.read(spec.host_file), spec.host_file, "fmt/format.h")
+    if spec.compiled is not None and spec.compiled.host_file == spec.host_file:
+        # the file launching the functor already is not the stub family's: it needs the stub's header
+        yield plan_include(c.read(spec.host_file), spec.host_file, f"ATen/native/{spec.stub.header}")
     yield plan_host(
         c.read(spec.host_file), c.templates, spec.host_file, stub=spec.stub.name, functor=spec.functor,
         arity=kernel.params.arity if kernel.params is not None else spec.arity, alpha=spec.alpha,
         iterator_type=spec.iterator_type, kernel_stem=spec.kernel_file.rsplit("/", 1)[-1].removesuffix(".metal"),
         registered=c.views.registrations(spec.stub.name), params=kernel.params,
+        function=spec.op if spec.compiled is not None else "",
     )
 
 

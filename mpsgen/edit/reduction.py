@@ -14,7 +14,7 @@ from mpsgen.facts.reduction import RegistrationMacro, ReductionBody
 from mpsgen.facts.views import HostView
 from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.read.cpp import mask_code, match_brace
-from mpsgen.read.reduction import Pair, ReductionKernels
+from mpsgen.read.reduction import SCALAR_TYPE_METAL, Pair, ReductionKernels
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
 _OP_STRUCT = re.compile(r"^(?:template\s*<[^;{]*>\s*)?struct\s+(\w+Op)\s*\{", re.M)
@@ -34,6 +34,7 @@ class ReductionChoice:
     rest: str = ""  # what the calls pass after the prefix (`, std::nullopt`), as the base op's call does
     instances: tuple[tuple[str, str], ...] = ()  # (prefix, op type) registered; empty: the body's own
     orders: tuple = ()  # a load-mode reduction's PlannedOrders
+    converted: tuple[str, ...] = ()  # input types with no kernel, converted to the output's type first
 
     @property
     def prefix(self) -> str:
@@ -117,8 +118,9 @@ def plan_reduction_host(text: str, path: str, *, stub: str, function: str, itera
         brace = masked.find("{", start)
         anchor = index.end_of(index.line_of(match_brace(masked, brace))) if brace >= 0 else index.end_of(choice.launcher_location.line)
     if not function_text:
-        function_text = (f"static void {function}({iterator_type} iter) {{{newline}"
-                         f"  {choice.launcher}(iter, \"{choice.prefix}\"{choice.rest});{newline}}}{newline}")
+        call = f"{choice.launcher}(iter, \"{choice.prefix}\"{choice.rest});"
+        branches = "".join(_converted_branch(t, choice) for t in choice.converted)
+        function_text = f"static void {function}({iterator_type} iter) {{\n{branches}  {call}\n}}\n"
     function_text = function_text.replace("\n", newline) if newline != "\n" else function_text
     registrations = HostView.read(text, path).direct_registrations()
     if not registrations:
@@ -135,6 +137,21 @@ def plan_reduction_host(text: str, path: str, *, stub: str, function: str, itera
     changes = (Change("host-stub", Location(path, index.line_of(anchor) + 2), signature),
                Change("register", Location(path, last + 1), register.strip()))
     return FileChange(path, replace_spans(text, spans), changes)
+
+
+_TORCH_SCALAR = {metal: name for name, metal in SCALAR_TYPE_METAL.items()}
+
+
+def _converted_branch(metal_type: str, choice: ReductionChoice) -> str:
+    """The host function's branch serving an input type the op has no kernel for: the input in the
+    output's type, reduced over the same geometry by the op's own kernels for that type."""
+    return (f"  // no {choice.prefix}reduction* kernel takes {metal_type}: reduce it in the output's type\n"
+            f"  if (iter.input(0).scalar_type() == k{_TORCH_SCALAR[metal_type]}) {{\n"
+            f"    Tensor output = iter.output(0);\n"
+            f"    auto converted = TensorIterator::reduce_op(output, iter.input(0).to(output.scalar_type()));\n"
+            f"    {choice.launcher}(converted, \"{choice.prefix}\"{choice.rest});\n"
+            f"    return;\n"
+            f"  }}\n")
 
 
 # ------------------------------------------------------------------------- the helper's own case

@@ -112,11 +112,14 @@ def plan_testlist_edits(
     backward: bool = False,
     parsed=None,
     reasons=None,
+    complex_untested: Mapping[str, str] | None = None,
 ) -> tuple[str, tuple[TestListChange, ...]]:
     """The new text of common_mps.py and the report, for a kernel registering the torch dtypes
     `covered` (`mpsgen.dtypes.torch_dtypes_for(groups)`) that serves the OpInfo keys `keys`.
     `parsed`: `parse_testlists(text, path)` when the caller has it. `reasons`: a
-    `mpsgen.facts.rules.MissingOpRule` judging each entry's comment (None: comments decide as below only)."""
+    `mpsgen.facts.rules.MissingOpRule` judging each entry's comment (None: comments decide as below only).
+    `complex_untested`: key -> why a list of the ops whose complex tests pass does not take it
+    (`mpsgen.facts.rules.complex_untested`: its OpInfo tests no complex dtype), reported as kept."""
     found, index, collector = parsed or parse_testlists(text, path)
     covered = frozenset(canonical_dtype(d) for d in covered)
     wanted_section = "grad" if backward else "forward"
@@ -154,7 +157,15 @@ def plan_testlist_edits(
         if listed is None or not isinstance(container.node, ast.Set) or container.name != listed.name:
             continue
         if listed.supported:
+            # a key whose OpInfo tests no complex dtype is not added: the entry would change no test
+            # (a stale key of 2.15's list of failing ones still goes below: its claim is untrue)
+            untested = complex_untested or {}
+            at = Location(path, index.line_of(container.span[0]))
+            present = {string_value(el) for el in container.node.elts}
             for key in keys:
+                if key in untested and key not in present:
+                    changes.append(TestListChange("kept", key, container.name, at, f"not added: {untested[key]}"))
+            for key in (k for k in keys if k not in untested):
                 edit = _complex_insertion(text, path, index, collector, container, key)
                 if edit is not None:
                     spans.append(edit[0])

@@ -94,8 +94,10 @@ class ReductionFacts:
         what the tests' dtype rules judge, as an elementwise functor's registered dtypes are."""
         if self.kernels is None:
             return frozenset()
-        return frozenset(METAL_TO_TORCH[i] for op in self.prefixes for i, _ in self.kernels.pairs(op)
-                         if i in METAL_TO_TORCH)
+        # an input type the host function converts before launching (bool for prod) is served too
+        converted = self.host.converted.get(self.function, frozenset()) if self.host and self.function else frozenset()
+        taken = {i for op in self.prefixes for i, _ in self.kernels.pairs(op)} | converted
+        return frozenset(METAL_TO_TORCH[i] for i in taken if i in METAL_TO_TORCH)
 
     def unregistered_prefixes(self) -> list[str]:
         """Prefixes the host function passes for which the kernel file registers nothing."""
@@ -467,6 +469,29 @@ def op_pairs(kernels: ReductionKernels, body: ReductionBody) -> tuple[Pair, ...]
     return tuple(p for p, _ in sorted(ordered.items(), key=lambda item: item[1])
                  if p[0] not in body.exclude_inputs and p not in body.exclude_pairs
                  and (not body.inputs or p[0] in body.inputs))
+
+
+def converted_inputs(kernels: ReductionKernels, body: ReductionBody, pairs: tuple[Pair, ...]) -> tuple[str, ...]:
+    """The input types the op has no kernel for (its catalog's `exclude_inputs`) that its sibling
+    takes, served by converting them to the output's type first: each, when the op registers
+    (O, O) for every output O the sibling pairs it with. bool for prod: Metal has no bool product,
+    and 2.15 compiles no `prod_reduction*_bool_*` kernel yet runs prod on bool (2.15's
+    `make_reduction_from_out_ty` hands MPS an integral input, bool included, unconverted when the
+    output is long); prod of 0/1 values in the output's type is exact."""
+    sibling = kernels.pairs(body.pairs_like)
+    out = []
+    for excluded in body.exclude_inputs:
+        outputs = {o for i, o in sibling if i == excluded}
+        if outputs and all((o, o) in pairs for o in outputs):
+            out.append(excluded)
+    return tuple(out)
+
+
+def sibling_line(kernels: ReductionKernels, op: str, input_type: str) -> int:
+    """The first kernel-file line registering `op` for an `input_type` input (1 when none)."""
+    lines = [line for by_pair in kernels.ops.get(op, {}).values() for (i, _), line in by_pair.items()
+             if i == input_type and line]
+    return min(lines, default=1)
 
 
 _LOAD_CALL = re.compile(r"\bOP\s*::\s*load\s*\(")

@@ -3,14 +3,17 @@ OpSpec when mpsgen can generate its kernel, else an error saying why and what to
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.compiled import CompiledAs, compiled_as
 from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
                                     load_takes_parameter)
 from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
 from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
-from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
+from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, OPERATIONS_DIR
+from mpsgen.read.cpp import mask_code
 from mpsgen.read.nfyaml import YamlEntry
 from mpsgen.read.stubs import Stub
 
@@ -72,6 +75,7 @@ class OpSpec:
     host_file: str
     params: ParamsSpec | None = None  # stubs with several scalars: see mpsgen/params.py
     reduction: ReductionBody | None = None  # a reduction family stub: see mpsgen/facts/reduction.py
+    compiled: CompiledAs | None = None  # the checkout compiles the op's kernel under another name
 
     @property
     def op(self) -> str:
@@ -135,7 +139,56 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
         body = (flags_body(op, facts.functor, options.identity, options.combine, options.finalize, options.acc)
                 if options.reduction_flags else catalog_body(op))
         return OpSpec(facts, stub, 1, False, facts.functor, kernel_file, host_file, reduction=body)
+    existing = compiled_as(views, op) if options.expr is None and not options.kernel_file else None
+    if existing is not None and not stub.scalar_count:
+        host = host_file if options.host_file or not existing.host_file else existing.host_file
+        return OpSpec(facts, stub, arity, False, existing.functor, existing.kernel_file, host, compiled=existing)
     return OpSpec(facts, stub, arity, stub.scalar_count == 1, facts.functor, kernel_file, host_file)
+
+
+_RETURN = re.compile(r"->\s*(.*)$", re.S)
+_TENSOR_RETURN = re.compile(r"^Tensor(?:\([a-z]!?\))?\s*(\w*)$")
+
+
+def tensor_outputs(entry: YamlEntry) -> tuple[str, ...]:
+    """The names of the tensors an entry's schema returns (`frexp.Tensor_out`: `("mantissa",
+    "exponent")`; an unnamed one is `out`), empty when it returns something else."""
+    found = _RETURN.search(entry.schema)
+    if found is None:
+        return ()
+    returned = found.group(1).strip()
+    if returned.startswith("(") and returned.endswith(")"):
+        returned = returned[1:-1]
+    names = []
+    for part in (p.strip() for p in returned.split(",")):
+        m = _TENSOR_RETURN.match(part)
+        if m is None:
+            return ()
+        names.append(m.group(1) or "out")
+    return tuple(names)
+
+
+# the launchers of MetalShaderLibrary that a generated host function calls (each writes iter.output(0))
+_LAUNCHER = re.compile(r"\b(exec_\w+_kernel\w*)\s*\(")
+
+
+def two_outputs_refusal(views: Views, op: str, site: DispatchSite, stub: Stub, outputs: tuple[str, ...]) -> MpsgenError:
+    """An op whose shared kernel fills several outputs through one TensorIterator (frexp: mantissa and
+    exponent): the functors and launchers mpsgen writes through (`exec_*_kernel`) compute one value
+    per element into `iter.output(0)`, so a generated kernel would fill the first output only. The
+    refusal names the outputs, the stub, and the launchers the checkout's library has."""
+    rel = f"{MPS_DIR}/MetalShaderLibrary.h"
+    launchers = sorted(set(_LAUNCHER.findall(mask_code(views.ws.read(rel))))) if views.ws.exists(rel) else []
+    have = (f"{rel} declares {', '.join(launchers)}, each writing one output" if launchers
+            else f"this checkout has no {rel} launcher to call")
+    return MpsgenError(
+        f"{site.line.kernel} writes {len(outputs)} outputs ({', '.join(outputs)}) through one TensorIterator "
+        f"({stub.name}: {stub.signature}); {have}, so a generated functor would fill {outputs[0]} only",
+        location=site.line.location,
+        hint=(f"write a kernel of its own that stores every output and a host function launching it for "
+              f"{stub.name} (2.15's frexp kernels are frexp_dense_<T> and frexp_strided_<T> for float, half and "
+              f"bfloat: the mantissa in T, the exponent as int)"),
+    )
 
 
 def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], legacy: tuple[DispatchSite, ...],
@@ -189,6 +242,9 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 hint=f"did you mean: {', '.join(close)}?" if close else "name a stub declared with DECLARE_DISPATCH in aten/src/ATen/native/*.h",
             )
         return MpsgenError(stub_problem, location=shared[0].line.location, hint="pass --stub NAME")
+    outputs = tensor_outputs(shared[0].entry)
+    if len(outputs) > 1:
+        return two_outputs_refusal(views, op, shared[0], stub, outputs)
     if not stub.supported and not is_params_stub(stub):
         return MpsgenError(
             f"stub {stub.name} has signature {stub.signature}, which mpsgen cannot generate yet",

@@ -13,8 +13,9 @@
 - **Test lists after the change** (planned by `mpsgen.edit.expectations.plan_test_lists`): the op's xfail/skip entries list exactly the
   tested dtypes the kernel does not register (registered dtypes leave a list, a `None` entry becomes
   the explicit list of what is still missing, or goes), the complex list says every key of an op whose
-  kernel registers complex passes (in `SUPPORTED_COMPLEX_OPS`, out of `UNSUPPORTED_COMPLEX_OPS`), and
-  `dtypesIfMPS` is never narrowed.
+  kernel registers complex passes (out of `UNSUPPORTED_COMPLEX_OPS`; in `SUPPORTED_COMPLEX_OPS` when
+  that key's OpInfo tests a complex dtype: `complex_untested`, a key testing none is not added, as
+  2.14.0 left nan_to_num out), and `dtypesIfMPS` is never narrowed.
 - **Bounded by the CPU reference**: MPS's consistency tests compare with the CPU op, so an expected
   failure on a dtype the OpInfo's `dtypes=` (what the CPU supports) leaves out stays, whatever the
   kernel registers (2.13 registers silu for integers and keeps their xfail: CPU silu has none).
@@ -72,6 +73,26 @@ def tested_by_key(facts: OpFacts) -> dict[str, frozenset[str]]:
         if facts.backward:
             dtypes = dtypes & (FLOATS | COMPLEX)
         out[ref.key] = out.get(ref.key, frozenset()) | dtypes
+    return out
+
+
+def complex_untested(facts: OpFacts) -> dict[str, str]:
+    """key -> why a list of the ops whose complex tests pass (2.13's `SUPPORTED_COMPLEX_OPS`) does not
+    take the key: its OpInfo runs no complex dtype on MPS, so the entry would change none of its tests
+    whatever the kernel registers (2.14.0 registers nan_to_num for float2/half2 and leaves it out of
+    the list: its OpInfo tests integers, bool and floats only). A key in 2.15's list of the failing
+    ones still leaves it when the kernel registers complex (the claim is untrue). Keys whose dtypes
+    cannot be read are left out (the list is edited for them as the kernel says)."""
+
+    out: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for ref in facts.refs:
+        if ref.kind != "python-ref":
+            sources.setdefault(ref.key, str(ref.location))
+    for key, dtypes in tested_by_key(facts).items():
+        if not dtypes & COMPLEX:
+            out[key] = (f"its OpInfo ({sources[key]}) tests no complex dtype on MPS, so the complex list changes "
+                        f"none of its tests whatever the kernel registers")
     return out
 
 
@@ -523,6 +544,7 @@ OUT_BEHAVIOUR = "out-behaviour"  # test_out's out= checks, failing in the separa
 OTHER_OP = "other-op"  # MPS lacks another operator, or an overload the change does not serve
 AMBIGUOUS = "ambiguous"  # says MPS lacks something, but not clearly (only) this op
 OTHER = "other"  # about some other behaviour
+LEGACY_RAISE = "legacy-raise"  # an error the separate MPS kernel the change removes raises: goes with it
 NO_REASON = "none"
 
 
@@ -541,7 +563,7 @@ class Reason:
     def fixes_out(self, test_name: str) -> bool:
         """An expectation on `test_name` with this reason goes with a change moving the out= entry
         to the shared kernel: the reason is the out= behaviour test_out/test_out_warning check."""
-        return self.kind == OUT_BEHAVIOUR and test_name in OUT_TESTS
+        return (self.kind == OUT_BEHAVIOUR and test_name in OUT_TESTS) or self.kind == LEGACY_RAISE
 
     overload: bool = False  # OTHER_OP: the operator is an overload of the op the change does not serve
 
@@ -599,6 +621,10 @@ class MissingOpRule:
     # the change moves an out= entry from a separate MPS kernel to the shared one: a reason that is
     # the out= behaviour test_out checks is then `OUT_BEHAVIOUR`, fixed for those tests (`fixes_out`)
     shared_out: bool = False
+    # the errors the separate MPS kernels the change removes raise (`legacy_raises`): a reason quoting
+    # one is that kernel's own behaviour (2.14's conj_physical test_out: "Expected self.is_complex() to
+    # be true, but got false", its MPSGraph kernel's TORCH_CHECK), gone with it
+    legacy_raises: tuple[str, ...] = ()
 
     def judge(self, lines: str, message: str = "", *, entry_is_op: bool = False) -> Reason:
         """The reason stated by comment `lines` and a skip's `message`."""
@@ -614,6 +640,9 @@ class MissingOpRule:
     def _judge(self, text: str, entry_is_op: bool) -> Reason:
         if _BACKEND_DTYPE.search(text):
             return Reason(BACKEND_DTYPE, text)
+        flat = " ".join(text.split())
+        if any(raised in flat for raised in self.legacy_raises):
+            return Reason(LEGACY_RAISE, text)
         named = [m.group("name") for pattern in (_NAMED, _QUOTED) for m in pattern.finditer(text)]
         if named:
             others = [n for n in named + _ATEN.findall(text) if n not in self.served]
@@ -705,6 +734,38 @@ def moves_out_to_shared_kernel(facts: OpFacts) -> bool:
     return any(e.name in legacy and e.name in shared and re.search(r"!\)\s+out\b", e.schema) for e in facts.entries)
 
 
-def missing_op_rule(facts: OpFacts, *, after_change: bool) -> MissingOpRule:
+def missing_op_rule(facts: OpFacts, *, after_change: bool, legacy_raises: tuple[str, ...] = ()) -> MissingOpRule:
     return MissingOpRule(served_overloads(facts, after_change=after_change), frozenset(e.base for e in facts.entries),
-                         shared_out=after_change and moves_out_to_shared_kernel(facts))
+                         shared_out=after_change and moves_out_to_shared_kernel(facts),
+                         legacy_raises=legacy_raises if after_change else ())
+
+
+_TORCH_CHECK = re.compile(r"\bTORCH_CHECK\s*\(")
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+
+
+def raised_messages(code: str) -> tuple[str, ...]:
+    """The error texts `code`'s `TORCH_CHECK(cond, ...)` calls raise: the first string literal of the
+    message arguments, or with none c10's own `Expected <cond> to be true, but got false` (whitespace
+    collapsed). Messages shorter than 12 characters are left out (too common to tell a kernel by)."""
+    masked = mask_code(code)
+    out: list[str] = []
+    for m in _TORCH_CHECK.finditer(masked):
+        close = match_brace(masked, m.end() - 1)
+        if close < 0:
+            continue
+        args, flat = code[m.end():close], masked[m.end():close]
+        depth, cut = 0, len(args)
+        for i, ch in enumerate(flat):
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            if ch == "," and depth == 0:
+                cut = i
+                break
+        cond, rest = args[:cut], args[cut + 1:]
+        literal = _STRING.search(rest)
+        message = literal.group(1) if literal else f"Expected {' '.join(cond.split())} to be true, but got false"
+        message = " ".join(message.split()).rstrip(" .:")
+        if len(message) >= 12:
+            out.append(message)
+    return tuple(dict.fromkeys(out))

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from mpsgen.model import Location
-from mpsgen.read.cpp import find_definitions, mask_code, split_top_level
+from mpsgen.read.cpp import find_definitions, mask_code, match_brace, split_top_level
 # a Metal scalar or vector type as a kernel name spells it (float3: the Welford partials)
 from mpsgen.read.metalread import METAL_TYPE
 
@@ -146,6 +146,8 @@ class ReductionHost:
     literals: dict[str, tuple[str, ...]] = field(default_factory=dict)  # function -> prefix literals in its body
     cases: dict[str, frozenset[str]] = field(default_factory=dict)  # function -> the enum's cases it names
     orders: dict[str, OrderRoutes] = field(default_factory=dict)  # function -> its order routing, if any
+    # function -> the input types (Metal names) a branch of it converts with `.to(...)` before launching
+    converted: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def variants(self) -> frozenset[str]:
@@ -179,6 +181,26 @@ class ReductionHost:
         return tuple(dict.fromkeys(lit[:-1] for lit in self.literals.get(function, ())))
 
 
+# ATen's ScalarType constants -> the Metal type a kernel name spells
+SCALAR_TYPE_METAL = {"Bool": "bool", "Char": "char", "Byte": "uchar", "Short": "short", "Int": "int", "Long": "long",
+                     "Half": "half", "Float": "float", "BFloat16": "bfloat"}
+_TYPE_BRANCH = re.compile(r"\bif\s*\(\s*\w+(?:\s*\.\s*\w+\s*\(\s*\w*\s*\))*\s*\.\s*scalar_type\s*\(\s*\)\s*==\s*"
+                          r"(?:(?:at|c10)\s*::\s*)?(?:ScalarType\s*::\s*|k)(\w+)\s*\)\s*\{")
+
+
+def converted_inputs(masked_body: str) -> frozenset[str]:
+    """The input types (Metal names) an `if (x.scalar_type() == kT) { ... .to(...) ... }` branch of a
+    host function converts before it launches (`masked_body`: comments and literals blanked): a type
+    with no kernel of its own served through another type's kernels."""
+    out = set()
+    for m in _TYPE_BRANCH.finditer(masked_body):
+        close = match_brace(masked_body, m.end() - 1)
+        if close >= 0 and re.search(r"\.\s*to\s*\(", masked_body[m.end():close]) \
+                and m.group(1) in SCALAR_TYPE_METAL:
+            out.add(SCALAR_TYPE_METAL[m.group(1)])
+    return frozenset(out)
+
+
 def read_reduction_host(text: str, path: str) -> ReductionHost:
     masked = mask_code(text)
     definitions = [d for d in find_definitions(text, path) if d.kind == "function"]
@@ -186,6 +208,7 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
     calls: dict[str, set[str]] = {}
     literals: dict[str, list[str]] = {}
     orders: dict[str, OrderRoutes] = {}
+    converted: dict[str, frozenset[str]] = {}
     suffixes: dict[str, str] = {}
     suffix_function = ""
     suffix_location = None
@@ -200,6 +223,9 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
         routing = order_routes(body)
         if routing is not None:
             orders[d.name] = routing
+        cast = converted_inputs(code)
+        if cast:
+            converted[d.name] = cast
         found = list(_CASE_RETURN.finditer(body))
         cases = {m.group(2): m.group(3) for m in found}
         # the launcher's suffix switch: returns "" for one case and "_x" literals for the others
@@ -214,7 +240,7 @@ def read_reduction_host(text: str, path: str) -> ReductionHost:
         named = {d.name: frozenset(pattern.findall(masked[d.code_start:d.code_end])) for d in definitions}
     return ReductionHost(path, suffixes, suffix_function, suffix_location,
                          {k: frozenset(v) for k, v in calls.items()},
-                         {k: tuple(v) for k, v in literals.items()}, named, orders)
+                         {k: tuple(v) for k, v in literals.items()}, named, orders, converted)
 
 
 @dataclass(frozen=True)
