@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
                                     load_takes_parameter)
-from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
+from mpsgen.facts.params import (ParamsSpec, checkout_enums, is_params_stub, params_arity, resolve_params,
+                                 ternary_params_hint)
 from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
 from mpsgen.read.checkout import KERNELS_DIR, OPERATIONS_DIR
 from mpsgen.read.nfyaml import YamlEntry
+from mpsgen.read.stubcall import StubCall, read_stub_call
 from mpsgen.read.stubs import Stub
 
 # Where a stub's header sends its kernel and host code.
@@ -72,6 +74,9 @@ class OpSpec:
     host_file: str
     params: ParamsSpec | None = None  # stubs with several scalars: see mpsgen/params.py
     reduction: ReductionBody | None = None  # a reduction family stub: see mpsgen/facts/reduction.py
+    # an alpha kernel: what the shared function's call names its Scalar (logit's eps, mse_backward's norm)
+    alpha_name: str = "alpha"
+    call: StubCall | None = None  # what the shared function passes the stub (read from its .cpp)
 
     @property
     def op(self) -> str:
@@ -128,14 +133,24 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     carrier = facts.shared[0].entry
     arity = len(carrier.tensor_inputs)
     kernel_file, host_file = _family_files(views, stub, options)
-    if is_params_stub(stub):
-        params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file)
-        return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params)
+    call = shared_call(views, facts.shared, stub)
+    if is_params_stub(stub, checkout_enums(views.ws)):
+        params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file, call)
+        return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params, call=call)
     if reduction:
         body = (flags_body(op, facts.functor, options.identity, options.combine, options.finalize, options.acc)
                 if options.reduction_flags else catalog_body(op))
         return OpSpec(facts, stub, 1, False, facts.functor, kernel_file, host_file, reduction=body)
-    return OpSpec(facts, stub, arity, stub.scalar_count == 1, facts.functor, kernel_file, host_file)
+    alpha = stub.scalar_count == 1
+    name = call.args[0].name if alpha and call is not None and len(call.args) == 1 and call.args[0].name else "alpha"
+    return OpSpec(facts, stub, arity, alpha, facts.functor, kernel_file, host_file, alpha_name=name, call=call)
+
+
+def shared_call(views: Views, shared: tuple[DispatchSite, ...], stub: Stub) -> StubCall | None:
+    """How the op's shared kernels (the functions its `CPU, CUDA: ...` lines name, the carrier's
+    first) call `stub`, read from the checkout's aten/src/ATen/native/*.cpp (None without them)."""
+    kernels = tuple(dict.fromkeys(site.line.kernel for site in shared))
+    return read_stub_call(views.ws, kernels, stub.name)
 
 
 def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], legacy: tuple[DispatchSite, ...],
@@ -189,7 +204,8 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 hint=f"did you mean: {', '.join(close)}?" if close else "name a stub declared with DECLARE_DISPATCH in aten/src/ATen/native/*.h",
             )
         return MpsgenError(stub_problem, location=shared[0].line.location, hint="pass --stub NAME")
-    if not stub.supported and not is_params_stub(stub):
+    enums = checkout_enums(views.ws)
+    if not stub.supported and not is_params_stub(stub, enums):
         return MpsgenError(
             f"stub {stub.name} has signature {stub.signature}, which mpsgen cannot generate yet",
             location=stub.type_location or stub.location,
@@ -244,10 +260,11 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
             f"{carrier.name} takes {arity} tensor inputs; mpsgen generates unary, binary and ternary kernels",
             location=carrier.location,
         )
-    params_stub = is_params_stub(stub)
+    params_stub = is_params_stub(stub, enums)
     if params_stub:  # several scalars: a params struct (mpsgen/params.py)
         try:
-            params_spec(views, op, stub, carrier, functor_name_of_stub(stub.name), arity)
+            params_spec(views, op, stub, carrier, functor_name_of_stub(stub.name), arity,
+                        call=shared_call(views, shared, stub))
         except MpsgenError as exc:
             return exc
     if arity == 3 and stub.scalar_count == 1 and not params_stub and not views.ternary_takes_alpha:
@@ -260,11 +277,11 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
 
 
 def params_spec(views: Views, op: str, stub: Stub, carrier: YamlEntry, functor: str, arity: int,
-                kernel_file: str = f"{KERNELS_DIR}/x.metal") -> ParamsSpec:
+                kernel_file: str = f"{KERNELS_DIR}/x.metal", call: StubCall | None = None) -> ParamsSpec:
     """The params struct of a params stub (refused, raising, when the checkout has no launcher for
     its operand count or the stub and the schema disagree)."""
     arity = params_arity(views.ws, op, stub, functor, arity)
-    return resolve_params(op, stub, carrier, functor, kernel_file, arity)
+    return resolve_params(op, stub, carrier, functor, kernel_file, arity, call, checkout_enums(views.ws))
 
 
 def _family_files(views: Views, stub: Stub, options: Options) -> tuple[str, str]:
