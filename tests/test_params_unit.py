@@ -242,6 +242,7 @@ def test_an_optional_without_a_known_default_is_reported(tmp_path):
         op = functor = "foo"
         arity = 1
         alpha = False
+        alpha_name = "alpha"
         facts = OpFacts("foo", (entry("foo(Tensor self, float? lo=None, float? hi=None) -> Tensor"),), (), (), None, "",
                         (), (), None, "foo", (), None, (), ())
         kernel_file = f"{KERNELS}/FooKernel.metal"

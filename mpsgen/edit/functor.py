@@ -78,7 +78,7 @@ def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] =
             if not called and not name.isupper() and name not in ("true", "false") and "::" not in name:
                 named = [n for n in extra if n != "params"]
                 raise MpsgenError(
-                    f"--expr uses {name!r}, which is not an operand of this {ARITY_WORDS[len([o for o in operands if o in OPERANDS[3]])]} op",
+                    f"--expr uses {name!r}, which is not an operand of this {ARITY_WORDS[len([o for o in operands if o in OPERANDS[1] + OPERANDS[3]])]} op",
                     hint=f"operands are {', '.join(operands)}" + (f"; parameters {', '.join(named)}" if named else ""),
                 )
     if depth != 0:
