@@ -485,12 +485,14 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, test_c
               help="What it is compared with: torch's CPU op, or the catalog's Python reference (auto: torch when importable).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random samples.")
 @click.option("--samples", type=click.IntRange(min=0), default=32, show_default=True, help="Random cases per dtype, besides the edge values.")
+@click.option("--stub", default=None, metavar="NAME",
+              help="The dispatch stub the op's kernel is registered for, where it is not named after the op (huber_loss: huber_stub).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the table.")
 @click.option("--show-source", is_flag=True,
               help="Print the exact shader source try compiles (what torch.mps.compile_shader takes on a Mac) and exit 0 without running it.")
 @_format_option("rich", "plain")
 @click.pass_obj
-def try_(state, op, backend, reference, seed, samples, as_json, show_source, fmt):
+def try_(state, op, backend, reference, seed, samples, stub, as_json, show_source, fmt):
     """Run OP's functor, as it stands in the checkout's kernel file, on edge values and random samples
     of every registered dtype, and compare with a CPU reference.
 
@@ -502,13 +504,13 @@ def try_(state, op, backend, reference, seed, samples, as_json, show_source, fmt
 
         _one_format(as_json, fmt)
         if show_source:
-            shown = try_source(state.checkout(), op)
+            shown = try_source(state.checkout(), op, stub)
             if as_json:
                 click.echo(json.dumps(source_to_json(shown), indent=2))
             else:
                 click.echo(shown.source, nl=False)
             return 0
-        report = try_op(state.checkout(), op, TryOptions(backend, reference, seed, samples))
+        report = try_op(state.checkout(), op, TryOptions(backend, reference, seed, samples, stub))
         if as_json:
             click.echo(json.dumps(report_to_json(report), indent=2))
         elif resolve(fmt, sys.stdout) == RICH:

@@ -17,54 +17,10 @@ YAML = "aten/src/ATen/native/native_functions.yaml"
 LOGIT_EXPR = "log(x / (1.0f - x))"
 THRESHOLD_EXPR = "a <= threshold ? value : b"
 
-# logit's entries as upstream lays them out (facts: an unstructured functional, in-place and out
-# variant, the functional and out ones served by MPSGraph functions), and its stub, which takes a
-# Scalar: an alpha kernel.
-LOGIT_YAML = """
-- func: logit(Tensor self, float? eps=None) -> Tensor
-  variants: function, method
-  dispatch:
-    CPU, CUDA: logit
-    MPS: logit_mps
-  tags: pointwise
-
-- func: logit.out(Tensor self, float? eps=None, *, Tensor(a!) out) -> Tensor(a!)
-  dispatch:
-    CPU, CUDA: logit_out
-    MPS: logit_out_mps
-  tags: pointwise
-"""
-
-
-# and its MPSGraph implementation, in the shape of the file's other graph functions
-LOGIT_MM = """
-Tensor& logit_out_mps(const Tensor& self, std::optional<double> eps, Tensor& output) {
-  mps::unary_op(self, output, "logit_out_mps", ^MPSGraphTensor*(MPSGraph* mpsGraph, MPSGraphTensor* inputTensor) {
-    MPSGraphTensor* one = [mpsGraph constantWithScalar:1.0 dataType:inputTensor.dataType];
-    MPSGraphTensor* rest = [mpsGraph subtractionWithPrimaryTensor:one secondaryTensor:inputTensor name:nil];
-    MPSGraphTensor* ratio = [mpsGraph divisionWithPrimaryTensor:inputTensor secondaryTensor:rest name:nil];
-    return [mpsGraph logarithmWithTensor:ratio name:nil];
-  });
-  return output;
-}
-
-Tensor logit_mps(const Tensor& self, std::optional<double> eps) {
-  Tensor output = at::empty_like(self);
-  logit_out_mps(self, eps, output);
-  return output;
-}
-"""
-
-
 def with_logit(tmp_path):
+    """The miniature (which carries logit's entries, stub and MPSGraph functions) with the test
+    lists of a release whose MPS tests take logit's integer inputs."""
     root = copy_checkout(tmp_path)
-    mm = root / MPS / "operations/UnaryOps.mm"
-    text = mm.read_text(encoding="utf-8")
-    end = "\n} // namespace at::native\n"
-    assert text.endswith(end)
-    mm.write_text(text[: -len(end)] + "\n" + LOGIT_MM + end, encoding="utf-8")
-    yaml = root / YAML
-    yaml.write_text(yaml.read_text(encoding="utf-8") + LOGIT_YAML, encoding="utf-8")
     # MPS tests logit's integer inputs, as upstream does once a kernel serves them: no xfail for them
     lists = root / "torch/testing/_internal/common_mps.py"
     text = lists.read_text(encoding="utf-8")
@@ -76,11 +32,6 @@ def with_logit(tmp_path):
     skip = re.search(r"\n +# integer inputs are not implemented by the graph path\n.*?dtypes=integral_types\(\)\),", text, re.S)
     assert skip
     cmi.write_text(text[: skip.start()] + text[skip.end():], encoding="utf-8")
-    header = root / "aten/src/ATen/native/UnaryOps.h"
-    text = header.read_text(encoding="utf-8")
-    anchor = "DECLARE_DISPATCH(unary_fn, asinh_stub)\n"
-    assert anchor in text
-    header.write_text(text.replace(anchor, anchor + "DECLARE_DISPATCH(unary_fn_with_scalar, logit_stub)\n"), encoding="utf-8")
     return root
 
 
@@ -133,7 +84,8 @@ def test_logit_advice_works_the_first_time_and_integers_give_float(tmp_path):
         "REGISTER_UNARY_ALPHA_OP(logit, bool, float, float);",
     ]
     # the integer overload returns float and takes alpha as float (the iterator's common dtype)
-    assert "  inline float operator()(const T x_, const float alpha_) {\n" in text
+    # the alpha named as the shared function's call of logit_stub names it
+    assert "  inline float operator()(const T x_, const float eps_) {\n" in text
 
 
 def test_integer_outputs_for_an_op_that_promotes_are_refused_with_the_accepted_value(tmp_path):

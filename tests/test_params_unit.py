@@ -86,7 +86,8 @@ def test_a_stub_with_more_parameters_than_the_schema_is_refused():
                      "huber_backward", f"{KERNELS}/PointwiseOps.metal", 3)
     assert caught.value.message == (
         "x_stub takes 2 parameters besides the iterator (const Scalar&, double) but huber_loss_backward has "
-        "1 non-tensor arguments (reduction)")
+        "1 non-tensor arguments (reduction) (no call of the stub in aten/src/ATen/native/*.cpp says what the shared "
+        "function passes)")
     assert str(caught.value.location) == "aten/src/ATen/native/X.h:2"
 
 
@@ -241,6 +242,7 @@ def test_an_optional_without_a_known_default_is_reported(tmp_path):
         op = functor = "foo"
         arity = 1
         alpha = False
+        alpha_name = "alpha"
         facts = OpFacts("foo", (entry("foo(Tensor self, float? lo=None, float? hi=None) -> Tensor"),), (), (), None, "",
                         (), (), None, "foo", (), None, (), ())
         kernel_file = f"{KERNELS}/FooKernel.metal"

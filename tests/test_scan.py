@@ -52,7 +52,7 @@ def test_summary_table_names_every_backing_and_the_host_files():
     assert result.exit_code == 0
     for word in ("native", "mpsgraph", "mps-other", "composite", "none", "BinaryOps.mm", "Activation.mm"):
         assert word in result.stdout
-    assert "candidates: 19 ready, 2 need --expr, 4 need a hand-written port" in " ".join(result.stdout.split())
+    assert "candidates: 19 ready, 3 need --expr, 8 need a hand-written port" in " ".join(result.stdout.split())
 
 
 def test_mpsgraph_kernel_through_a_shared_helper(records):
@@ -116,7 +116,10 @@ def test_candidates_are_ordered_by_tier_then_size(report):
     assert tiers == sorted(tiers, key=("ready", "expr", "port").index)
     ops = [r.op for r in report.candidates()]
     assert ops[:3] == ["acosh", "asinh", "atanh"]
-    assert ops[-4:] == ["addcdiv", "addcmul", "relu", "polygamma"]  # polygamma's kernel is not defined: last
+    # the losses wait for the stub resolver (their stubs are not named after them); polygamma's kernel
+    # is not defined: last
+    assert ops[-8:] == ["addcdiv", "addcmul", "smooth_l1_loss", "mse_loss_backward", "huber_loss", "relu",
+                        "huber_loss_backward", "polygamma"]
 
 
 @pytest.mark.parametrize(
@@ -143,7 +146,7 @@ def test_totals_add_up(report):
     document = report_to_json(report, root="x")
     totals = document["totals"]
     assert sum(v["ops"] for v in totals["by_backing"].values()) == totals["ops"] == len(report.ops)
-    assert sum(f["graph_sites"] for f in totals["files"]) == totals["graph_sites"] == 17
+    assert sum(f["graph_sites"] for f in totals["files"]) == totals["graph_sites"] == 21
     assert sum(totals["candidates"].values()) == len(document["candidates"])
 
 

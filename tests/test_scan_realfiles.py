@@ -133,7 +133,7 @@ def test_structured_legacy_ops_are_candidates(records):
         assert records[op].candidate.tier == "ready", (op, records[op].candidate)
         assert records[op].candidate.reason.startswith("params stub ("), records[op].candidate
     assert records["addr"].candidate.tier == "port"
-    assert "no exec_ternary_kernel_with_params" in records["addr"].candidate.reason
+    assert "exec_ternary_kernel_with_params; this checkout's" in records["addr"].candidate.reason
     assert records["index_copy"].candidate.tier == "port"
     assert "int64_t" in records["index_copy"].candidate.reason
 

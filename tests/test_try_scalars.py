@@ -54,12 +54,12 @@ def _try_json(root: Path, op: str, code: int = 0) -> dict:
 
 # logit with eps honoured as CPU does: the bounds eps and 1 - eps in the input type (float for
 # integers, which logit promotes), x clamped to them, no clamping for eps < 0 (eps=None reaches
-# the stub as -1).
-LOGIT_FLOAT_BODY = """    const float hi = static_cast<float>(static_cast<T>(1.0f - alpha));
-    const float z = alpha < 0.0f ? x : (x < alpha ? alpha : (x > hi ? hi : x));
+# the stub as -1, read from the shared function's call). The alpha is named as logit_out names it: eps.
+LOGIT_FLOAT_BODY = """    const float hi = static_cast<float>(static_cast<T>(1.0f - eps));
+    const float z = eps < 0.0f ? x : (x < eps ? eps : (x > hi ? hi : x));
     return static_cast<T>(log(z / (1.0f - z)));"""
-LOGIT_INT_BODY = """    const float hi = 1.0f - alpha;
-    const float z = alpha < 0.0f ? x : (x < alpha ? alpha : (x > hi ? hi : x));
+LOGIT_INT_BODY = """    const float hi = 1.0f - eps;
+    const float z = eps < 0.0f ? x : (x < eps ? eps : (x > hi ? hi : x));
     return log(z / (1.0f - z));"""
 
 

@@ -55,7 +55,7 @@ from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import load_catalog, lookup
-from mpsgen.facts.params import is_params_stub
+from mpsgen.facts.params import checkout_enums, is_params_stub
 from mpsgen.facts.reduction import REDUCTION_FAMILY
 from mpsgen.facts.resolve import generation_problem
 from mpsgen.facts.rules import MPSGRAPH
@@ -318,7 +318,7 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
             return Candidate("port", f"migrate refuses: {refusal}")
         graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
         return Candidate("reduce", f"reduction ({stub.name}), reduction catalog body{graph}")
-    if is_params_stub(stub):  # several scalars: a params struct (mpsgen/params.py)
+    if is_params_stub(stub, checkout_enums(views.ws)):  # several scalars: a params struct (mpsgen/params.py)
         tier, why = params_candidate(views, op, shared, stub, functor, catalog, backing)
         refusal = migrate_refusal(views.checkout, op, views, _templates(views)) if tier == "ready" else None
         if refusal is not None:

@@ -30,8 +30,10 @@ class FunctorChoice:
     groups: tuple[str, ...]
 
 
-def operands_for(arity: int, alpha: bool) -> tuple[str, ...]:
-    return OPERANDS[arity] + (("alpha",) if alpha else ())
+def operands_for(arity: int, alpha: bool, alpha_name: str = "alpha") -> tuple[str, ...]:
+    """The functor's operands; an alpha kernel's Scalar named as the shared function names it
+    (logit's `eps`, mse_backward's `norm`; `alpha` when nothing names it)."""
+    return OPERANDS[arity] + ((alpha_name,) if alpha else ())
 
 
 def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] = ()) -> None:
@@ -76,7 +78,7 @@ def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] =
             if not called and not name.isupper() and name not in ("true", "false") and "::" not in name:
                 named = [n for n in extra if n != "params"]
                 raise MpsgenError(
-                    f"--expr uses {name!r}, which is not an operand of this {ARITY_WORDS[len([o for o in operands if o != 'alpha'])]} op",
+                    f"--expr uses {name!r}, which is not an operand of this {ARITY_WORDS[len([o for o in operands if o in OPERANDS[1] + OPERANDS[3]])]} op",
                     hint=f"operands are {', '.join(operands)}" + (f"; parameters {', '.join(named)}" if named else ""),
                 )
     if depth != 0:
@@ -133,11 +135,11 @@ class Body:
 
 
 def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
-              dtypes: tuple[str, ...] | None) -> Body:
+              dtypes: tuple[str, ...] | None, alpha_name: str = "alpha") -> Body:
     """The body for `name`'s functor: --expr, else the catalog's (looked up by functor then op name),
     else a placeholder that stops the build until it is written."""
 
-    operands = operands_for(arity, alpha)
+    operands = operands_for(arity, alpha, alpha_name)
     if expr is not None:
         validate_expr(expr, operands)
         groups = effective_groups(dtypes or ("float",))
@@ -160,16 +162,17 @@ def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
 
 def render_functor(templates: Templates, body: Body, *, name: str, arity: int, alpha: bool,
                    expr: str | None, groups: tuple[str, ...],
-                   namespaces: NamespacePrefixes | None = None, c10_functions: frozenset[str] = frozenset()) -> FunctorChoice:
+                   namespaces: NamespacePrefixes | None = None, c10_functions: frozenset[str] = frozenset(),
+                   alpha_name: str = "alpha") -> FunctorChoice:
     """The functor text for `body`, with an overload for each of `groups`, spelled with the kernel
     file's namespace prefixes; `c10_functions`: the checkout's `c10::metal` functions
     (`mpsgen.read.c10lib`), which catalog bodies call instead of local helpers."""
     groups = effective_groups(groups)
-    operands = operands_for(arity, alpha)
+    operands = operands_for(arity, alpha, alpha_name)
     spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
     if body.source == "expr":
         text = templates.render("functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
-                                groups=groups, **spelling)
+                                groups=groups, alpha_name=alpha_name if alpha else "", **spelling)
     elif body.source == "catalog":
         text = templates.render(body.template, name=name, groups=groups, **spelling)
     else:

@@ -29,7 +29,7 @@ def find_helper_macro_uses(text: str, macro: str) -> list[tuple[str, int]]:
 
 def plan_host(text: str, templates: Templates, path: str, *, stub: str, functor: str, arity: int,
               alpha: bool, iterator_type: str, kernel_stem: str, registered: list, params=None,
-              function: str = "") -> FileChange:
+              alpha_name: str = "alpha", function: str = "") -> FileChange:
     """The host file's `text` with the kernel function and its REGISTER_DISPATCH added, unless the
     stub is already registered (`registered`: its MPS registrations, `mpsgen.facts.views.Views.registrations`).
     `params` (a `params.ParamsSpec`): the stub takes several scalars, passed as a params struct.
@@ -66,7 +66,7 @@ def plan_host(text: str, templates: Templates, path: str, *, stub: str, functor:
         function_text = render_host_kernel(templates, function=function_name, iterator_type=iterator_type,
                                            kernel_name=functor, params=params)
     else:
-        signature = f"{iterator_type} iter{', const Scalar& alpha' if alpha else ''}"
+        signature = f"{iterator_type} iter{f', const Scalar& {alpha_name}' if alpha else ''}"
         function_text = templates.render(
             "host_kernel.mm.j2",
             function=function_name,
@@ -74,6 +74,7 @@ def plan_host(text: str, templates: Templates, path: str, *, stub: str, functor:
             exec_function=exec_fn,
             kernel_name=functor,
             alpha=alpha,
+            alpha_name=alpha_name,
         )
     semicolon, ampersand = dispatch_style(text, registrations)
     register_text = templates.render("register_dispatch.mm.j2", stub=stub, function=function_name,

@@ -37,7 +37,7 @@ from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import lookup
 from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec
-from mpsgen.facts.resolve import params_spec
+from mpsgen.facts.resolve import params_spec, shared_call
 from mpsgen.facts.rules import choose_groups
 from mpsgen.facts.views import METAL_TO_TORCH
 from mpsgen.model import Change, FileChange, Location, Note
@@ -49,7 +49,7 @@ from mpsgen.read.stubs import Stub
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
 # The c10 kernels a params functor is instantiated with (the params struct takes alpha's place).
-BASE_MACROS = {1: "REGISTER_UNARY_ALPHA_OP", 2: "REGISTER_BINARY_ALPHA_OP"}
+BASE_MACROS = {1: "REGISTER_UNARY_ALPHA_OP", 2: "REGISTER_BINARY_ALPHA_OP", 3: "REGISTER_TERNARY_ALPHA_OP"}
 PARAMS_GROUPS = ("float", "integer", "bool")
 # complex too for a catalog body that serves it (`CatalogEntry.supports`), with the float struct
 CATALOG_PARAMS_GROUPS = ("float", "integer", "complex", "bool")
@@ -422,7 +422,8 @@ def params_candidate(views, op: str, shared, stub: Stub, functor: str, catalog, 
 
     entry = lookup(functor, catalog) or lookup(op, catalog)
     carrier = shared[0].entry
-    params = params_spec(views, op, stub, carrier, functor, len(carrier.tensor_inputs))
+    params = params_spec(views, op, stub, carrier, functor, len(carrier.tensor_inputs),
+                         call=shared_call(views, shared, stub))
     names = ", ".join(f.name for f in params.fields)
     graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
     if entry is not None and entry.params and set(entry.params) <= {f.name for f in params.fields}:
@@ -430,4 +431,4 @@ def params_candidate(views, op: str, shared, stub: Stub, functor: str, catalog, 
     return "expr", f"params stub ({names} in {params.struct}), no catalog body: pass --expr over {', '.join(OPERANDS_WORDS[params.arity])} and {names}{graph}"
 
 
-OPERANDS_WORDS = {1: ("x",), 2: ("a", "b")}
+OPERANDS_WORDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}

@@ -84,7 +84,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     else:
         refuse_uncalled_groups(spec.facts, options.dtypes)
         body = find_body(op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
-                         expr=options.expr, dtypes=options.dtypes)
+                         expr=options.expr, dtypes=options.dtypes, alpha_name=spec.alpha_name)
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
                            explicit=groups if existing else options.dtypes, body=body.describe,
                            minimal=body.source == "placeholder")
@@ -101,7 +101,8 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     kernel_text = views.ws.read(spec.kernel_file)
     namespaces = namespace_prefixes(kernel_text)
     choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
-                            expr=options.expr, groups=groups, namespaces=namespaces, c10_functions=c10_functions)
+                            expr=options.expr, groups=groups, namespaces=namespaces, c10_functions=c10_functions,
+                            alpha_name=spec.alpha_name)
     # the helpers its complex overload calls, once per file (an earlier op may have written them)
     helpers = shared_helpers(templates, choice.text, kernel_text, namespaces=namespaces, c10_functions=c10_functions)
     choice = replace(choice, text=helpers + choice.text)
@@ -231,7 +232,7 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
         c.read(spec.host_file), c.templates, spec.host_file, stub=spec.stub.name, functor=spec.functor,
         arity=kernel.params.arity if kernel.params is not None else spec.arity, alpha=spec.alpha,
         iterator_type=spec.iterator_type, kernel_stem=spec.kernel_file.rsplit("/", 1)[-1].removesuffix(".metal"),
-        registered=c.views.registrations(spec.stub.name), params=kernel.params,
+        registered=c.views.registrations(spec.stub.name), params=kernel.params, alpha_name=spec.alpha_name,
         function=spec.op if spec.compiled is not None else "",
     )
 

@@ -8,11 +8,14 @@ from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import lookup
-from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, Texts
-from mpsgen.read.cpp import mask_code
+from mpsgen.model import Location
+from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, NATIVE_DIR, Texts
+from mpsgen.read.cpp import mask_code, match_brace
+from mpsgen.read.stubcall import StubCall
 from mpsgen.read.stubs import Stub
 
-EXEC_WITH_PARAMS = {1: "exec_unary_kernel_with_params", 2: "exec_binary_kernel_with_params"}
+EXEC_WITH_PARAMS = {1: "exec_unary_kernel_with_params", 2: "exec_binary_kernel_with_params",
+                    3: "exec_ternary_kernel_with_params"}
 
 
 # Declared C++ parameter type (as `stubs.normalise_param` spells it) -> kind.
@@ -30,10 +33,64 @@ STUB_KINDS = {
 
 
 # Schema argument type in native_functions.yaml -> kind.
-SCHEMA_KINDS = {"Scalar": "scalar", "bool": "bool", "float?": "optional", "float": "double"}
+SCHEMA_KINDS = {"Scalar": "scalar", "bool": "bool", "float?": "optional", "float": "double", "str": "enum"}
+
+# (stub kind, schema kind) pairs where the shared function converts one into the other on the way
+# (read at its call of the stub): a float? built into a Scalar (logit's `Scalar(eps ? *eps : -1.0)`),
+# a float passed as a Scalar, a string made an enum by a header's helper (gelu's approximate).
+CONVERTED = {("scalar", "optional"), ("scalar", "double"), ("double", "scalar"), ("enum", "enum")}
 
 
-KIND_WORDS = {"scalar": "Scalar", "bool": "bool", "optional": "optional<double>", "double": "double"}
+KIND_WORDS = {"scalar": "Scalar", "bool": "bool", "optional": "optional<double>", "double": "double",
+              "enum": "enum made from a string"}
+
+
+@dataclass(frozen=True)
+class EnumType:
+    """An `enum class` of the checkout's ATen/native headers a stub takes (gelu's GeluType), with
+    the strings its helper makes it from (`get_gelutype_enum`: "none" -> None)."""
+
+    name: str
+    enumerators: tuple[tuple[str, int], ...]
+    location: Location
+    helper: str = ""  # the function making it from a string
+    strings: tuple[tuple[str, str], ...] = ()  # (string, enumerator)
+
+    def value(self, enumerator: str) -> int:
+        return dict(self.enumerators)[enumerator]
+
+
+_ENUM = re.compile(r"\benum\s+class\s+(\w+)\s*(?::\s*[\w:]+\s*)?\{([^{}]*)\}")
+
+
+def checkout_enums(ws: Texts) -> dict[str, EnumType]:
+    """Every `enum class` of `aten/src/ATen/native/*.h`, with the string helper that returns it."""
+    checkout = getattr(ws, "checkout", ws)
+    found: dict[str, EnumType] = {}
+    for rel in checkout.glob(NATIVE_DIR, "*.h"):
+        text = ws.read(rel)
+        if "enum" not in text:
+            continue
+        masked = mask_code(text)
+        for m in _ENUM.finditer(masked):
+            value, enumerators = -1, []
+            for item in m.group(2).split(","):
+                item = item.strip()
+                if not item:
+                    continue
+                name, _, given = item.partition("=")
+                value = int(given.strip(), 0) if given.strip() else value + 1
+                enumerators.append((name.strip(), value))
+            helper, strings = "", ()
+            fn = re.search(rf"\b{m.group(1)}\s+(\w+)\s*\([^)]*string[^)]*\)\s*\{{", masked)
+            if fn:
+                close = match_brace(masked, fn.end() - 1)
+                body = text[fn.end() : close]
+                pairs = re.findall(rf'"([^"]*)"\s*\)\s*\{{?\s*return\s+{m.group(1)}::(\w+)', body)
+                helper, strings = fn.group(1), tuple(pairs)
+            line = masked.count("\n", 0, m.start()) + 1
+            found.setdefault(m.group(1), EnumType(m.group(1), tuple(enumerators), Location(rel, line), helper, strings))
+    return found
 
 
 @dataclass(frozen=True)
@@ -45,11 +102,15 @@ class ParamField:
     declared: str  # the stub's parameter type, e.g. `const Scalar&`
     default: str = "scalar_t(0)"  # optional only: the value when not given (C++ in scalar_t)
     default_known: bool = False  # the default comes from the catalog (the CPU kernel's), not a guess
+    value: str = ""  # what the shared function passes (`reduction == Reduction::Mean ? 2. / input.numel() : 2.`)
+    enum: EnumType | None = None  # an enum field: the enum the stub takes
 
     @property
     def struct_lines(self) -> tuple[str, ...]:
         if self.kind == "bool":
             return (f"bool {self.name};",)
+        if self.kind == "enum":  # the enumerator's value: the Metal side has no such enum
+            return (f"int {self.name};",)
         if self.kind == "optional":
             return (f"T {self.name};", f"bool has_{self.name};")
         return (f"T {self.name};",)
@@ -63,6 +124,8 @@ class ParamField:
             return (f"static_cast<scalar_t>({self.name})",)
         if self.kind == "bool":
             return (self.name,)
+        if self.kind == "enum":
+            return (f"static_cast<int>({self.name})",)
         return (
             f"{self.name}.has_value() ? static_cast<scalar_t>(*{self.name}) : {self.default}",
             f"{self.name}.has_value()",
@@ -71,6 +134,8 @@ class ParamField:
     @property
     def expr_names(self) -> tuple[str, ...]:
         """Names an --expr may use for this field."""
+        if self.kind == "enum" and self.enum is not None:
+            return (self.name,) + tuple(f"{self.enum.name}::{e}" for e, _ in self.enum.enumerators)
         return (self.name, f"has_{self.name}") if self.kind == "optional" else (self.name,)
 
 
@@ -94,17 +159,22 @@ class ParamsSpec:
         return tuple(n for f in self.fields for n in f.expr_names)
 
 
-def is_params_stub(stub: Stub) -> bool:
-    """An iterator and extra parameters that are Scalars, bools or optional doubles, other than the
-    single `const Scalar&` (alpha) form the plain kernels take."""
+def is_params_stub(stub: Stub, enums=()) -> bool:
+    """An iterator and extra parameters that are Scalars, bools, doubles, optional doubles or enums
+    of the checkout's headers (`enums`: their names), other than the single `const Scalar&`
+    (alpha) form the plain kernels take."""
     extras = stub.params[1:]
     return (
         stub.returns == "void"
         and stub.iterator_type is not None
         and bool(extras)
         and extras != ("const Scalar&",)
-        and all(p in STUB_KINDS for p in extras)
+        and all(p in STUB_KINDS or _enum_name(p) in enums for p in extras)
     )
+
+
+def _enum_name(declared: str) -> str:
+    return declared.removeprefix("const ").removesuffix("&").strip().split("::")[-1]
 
 
 def camel_case(name: str) -> str:
@@ -120,35 +190,84 @@ def family_header(kernel_file: str) -> str:
 
 
 def build_params(stub: Stub, entry, functor: str, kernel_file: str, arity: int,
-                 defaults: dict[str, str] | None = None) -> ParamsSpec:
-    """The params of `stub` named after `entry`'s schema arguments, matched in order; a count or
-    kind that does not match is refused (the stub and the schema disagree: mpsgen cannot guess)."""
+                 defaults: dict[str, str] | None = None, call: StubCall | None = None,
+                 enums: dict[str, EnumType] | None = None) -> ParamsSpec:
+    """The params of `stub`, one field per parameter after the iterator, named after what carries
+    it: the argument the shared function passes (`call`: `norm`, `delta`, logit's `eps`), else
+    `entry`'s schema argument of that kind, matched in order (an argument of a kind the stub does not
+    take, such as a loss's `int reduction`, is the shared function's own). A count or kind that does
+    not match is refused (the stub and the schema disagree: mpsgen cannot guess)."""
     extras = stub.params[1:]
+    enums = enums or {}
     args = [(type_, name) for type_, name, kwarg_only in entry.arguments
             if not type_.startswith("Tensor") and not (kwarg_only and "!" in type_)]
+    schema = {name: type_ for type_, name in args}
     where = stub.type_location or stub.location
-    if len(args) != len(extras):
-        raise MpsgenError(
-            f"{stub.name} takes {len(extras)} parameters besides the iterator ({', '.join(extras)}) but "
-            f"{entry.name} has {len(args)} non-tensor arguments ({', '.join(n for _, n in args) or 'none'})",
-            location=where,
-            hint="pass --stub for the stub this overload goes through, or --overload for the matching overload",
-        )
+    kinds = [STUB_KINDS.get(declared) or ("enum" if _enum_name(declared) in enums else "") for declared in extras]
+    if call is not None and len(call.args) == len(extras) and all(a.name for a in call.args):
+        renamed = schema_names(call, args)
+        carried = [(schema.get(renamed.get(a.name, a.name)), renamed.get(a.name, a.name), a.value) for a in call.args]
+    else:
+        carried = _match_in_order(stub, entry, extras, kinds, args, where, call)
     fields = []
-    for declared, (type_, name) in zip(extras, args):
-        kind = STUB_KINDS[declared]
-        if SCHEMA_KINDS.get(type_) != kind:
+    for declared, kind, (type_, name, value) in zip(extras, kinds, carried):
+        schema_kind = SCHEMA_KINDS.get(type_) if type_ is not None else None
+        if type_ is not None and schema_kind != kind and (kind, schema_kind) not in CONVERTED:
             raise MpsgenError(
                 f"{stub.name}'s parameter `{declared}` carries {entry.name}'s argument `{type_} {name}`, "
                 f"which is not a {KIND_WORDS[kind]}",
                 location=entry.location,
                 hint="the stub and the schema must list the same scalars in the same order",
             )
+        if kind == "optional" and type_ is None:
+            raise MpsgenError(f"{stub.name}'s `{declared}` is passed `{value}`, not one of {entry.name}'s arguments",
+                              location=call.location if call else where, hint="write the kernel by hand")
         known = name in (defaults or {})
-        fields.append(ParamField(name, kind, declared, defaults[name] if known else "scalar_t(0)", known))
+        enum = enums.get(_enum_name(declared)) if kind == "enum" else None
+        fields.append(ParamField(name, kind, declared, defaults[name] if known else "scalar_t(0)", known,
+                                 value if value != name else "", enum))
     name = camel_case(functor)
     return ParamsSpec(f"{name}Params", tuple(fields), family_header(kernel_file),
                       f"REGISTER_{functor.upper()}_OP", arity)
+
+
+def schema_names(call: StubCall, args) -> dict[str, str]:
+    """The shared function's scalar parameters -> the schema arguments they are (in order; the C++
+    names may differ: hardtanh_backward_out's `min` is the schema's `min_val`)."""
+    scalars = [n for type_, n in call.parameters if "Tensor" not in type_]
+    names = [n for _, n in args]
+    return dict(zip(scalars, names)) if len(scalars) == len(names) else {}
+
+
+def _match_in_order(stub: Stub, entry, extras, kinds, args, where, call) -> list[tuple[str, str, str]]:
+    """Each stub parameter's schema argument, in order, skipping arguments of kinds the stub does
+    not take; refused when they do not pair off."""
+    pending = list(args)
+    out = []
+    for declared, kind in zip(extras, kinds):
+        while pending and pending[0][0] not in SCHEMA_KINDS:  # `int reduction`: the function's own
+            pending.pop(0)
+        if not pending:
+            shared = (f"; {call.function} at {call.where} passes {len(call.args)}" if call is not None else
+                      " (no call of the stub in aten/src/ATen/native/*.cpp says what the shared function passes)")
+            raise MpsgenError(
+                f"{stub.name} takes {len(extras)} parameters besides the iterator ({', '.join(extras)}) but "
+                f"{entry.name} has {len(args)} non-tensor arguments ({', '.join(n for _, n in args) or 'none'})"
+                + shared,
+                location=where,
+                hint="pass --stub for the stub this overload goes through, or --overload for the matching overload",
+            )
+        type_, name = pending.pop(0)
+        out.append((type_, name, name))
+    if any(type_ in SCHEMA_KINDS for type_, _ in pending):
+        rest = ", ".join(n for _, n in pending)
+        raise MpsgenError(
+            f"{stub.name} takes {len(extras)} parameters besides the iterator ({', '.join(extras)}) but "
+            f"{entry.name} has {len(args)} non-tensor arguments ({', '.join(n for _, n in args)}); {rest} left over",
+            location=where,
+            hint="pass --stub for the stub this overload goes through, or --overload for the matching overload",
+        )
+    return out
 
 
 def exec_with_params_available(ws: Texts, arity: int) -> bool:
@@ -169,10 +288,17 @@ def params_arity(ws: Texts, op: str, stub: Stub, functor: str, schema_arity: int
     where = stub.type_location or stub.location
     if arity not in EXEC_WITH_PARAMS:
         raise MpsgenError(
-            f"{op} is {'ternary' if arity == 3 else f'{arity}-ary'} with parameters ({stub.signature}), and this checkout's "
-            "MetalShaderLibrary has no exec_ternary_kernel_with_params",
+            f"{op} is {arity}-ary with parameters ({stub.signature}); mpsgen generates unary, binary and ternary kernels",
             location=where,
-            hint="a ternary kernel with several scalars has to be written by hand",
+            hint="write the kernel by hand",
+        )
+    if arity == 3 and not exec_with_params_available(ws, arity):
+        raise MpsgenError(
+            f"{stub.name} ({stub.signature}) passes a ternary kernel several values, which needs a params struct and "
+            f"MetalShaderLibrary::exec_ternary_kernel_with_params; this checkout's {MPS_DIR}/MetalShaderLibrary.h "
+            f"does not declare it{_ternary_launchers(ws)}",
+            location=where,
+            hint="write the kernel by hand, or add exec_ternary_kernel_with_params to the library first",
         )
     if not exec_with_params_available(ws, arity):
         raise MpsgenError(
@@ -184,12 +310,28 @@ def params_arity(ws: Texts, op: str, stub: Stub, functor: str, schema_arity: int
     return arity
 
 
-def resolve_params(op: str, stub: Stub, entry, functor: str, kernel_file: str, arity: int) -> ParamsSpec:
+def _ternary_launchers(ws: Texts) -> str:
+    """What the checkout's library launches ternary kernels with (its exec_ternary_kernel's alpha)."""
+    rel = f"{MPS_DIR}/MetalShaderLibrary.h"
+    if not ws.exists(rel):
+        return ""
+    masked = mask_code(ws.read(rel))
+    m = re.search(r"\bexec_ternary_kernel\s*\(", masked)
+    if m is None:
+        return " (nor exec_ternary_kernel)"
+    close = match_brace(masked, m.end() - 1)
+    if "alpha" in masked[m.end() : close]:
+        return " (its exec_ternary_kernel takes one Scalar alpha)"
+    return " (its exec_ternary_kernel takes no scalar)"
+
+
+def resolve_params(op: str, stub: Stub, entry, functor: str, kernel_file: str, arity: int,
+                   call: StubCall | None = None, enums: dict[str, EnumType] | None = None) -> ParamsSpec:
     """The ParamsSpec of an op whose stub is a params stub (optional defaults from the catalog)."""
 
     catalogued = lookup(functor) or lookup(op)
     defaults = dict(catalogued.defaults) if catalogued is not None else {}
-    return build_params(stub, entry, functor, kernel_file, arity, defaults)
+    return build_params(stub, entry, functor, kernel_file, arity, defaults, call, enums)
 
 
 def ternary_params_hint(ws) -> str:

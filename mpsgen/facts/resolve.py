@@ -10,11 +10,13 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.compiled import CompiledAs, compiled_as
 from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
                                     load_takes_parameter)
-from mpsgen.facts.params import ParamsSpec, is_params_stub, params_arity, resolve_params, ternary_params_hint
+from mpsgen.facts.params import (ParamsSpec, checkout_enums, is_params_stub, params_arity, resolve_params,
+                                 ternary_params_hint)
 from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
 from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, OPERATIONS_DIR
 from mpsgen.read.cpp import mask_code
 from mpsgen.read.nfyaml import YamlEntry
+from mpsgen.read.stubcall import StubCall, read_stub_call
 from mpsgen.read.stubs import Stub
 
 # Where a stub's header sends its kernel and host code.
@@ -76,6 +78,9 @@ class OpSpec:
     params: ParamsSpec | None = None  # stubs with several scalars: see mpsgen/params.py
     reduction: ReductionBody | None = None  # a reduction family stub: see mpsgen/facts/reduction.py
     compiled: CompiledAs | None = None  # the checkout compiles the op's kernel under another name
+    # an alpha kernel: what the shared function's call names its Scalar (logit's eps, mse_backward's norm)
+    alpha_name: str = "alpha"
+    call: StubCall | None = None  # what the shared function passes the stub (read from its .cpp)
 
     @property
     def op(self) -> str:
@@ -132,9 +137,10 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     carrier = facts.shared[0].entry
     arity = len(carrier.tensor_inputs)
     kernel_file, host_file = _family_files(views, stub, options)
-    if is_params_stub(stub):
-        params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file)
-        return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params)
+    call = shared_call(views, facts.shared, stub)
+    if is_params_stub(stub, checkout_enums(views.ws)):
+        params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file, call)
+        return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params, call=call)
     if reduction:
         body = (flags_body(op, facts.functor, options.identity, options.combine, options.finalize, options.acc)
                 if options.reduction_flags else catalog_body(op))
@@ -142,8 +148,18 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     existing = compiled_as(views, op) if options.expr is None and not options.kernel_file else None
     if existing is not None and not stub.scalar_count:
         host = host_file if options.host_file or not existing.host_file else existing.host_file
-        return OpSpec(facts, stub, arity, False, existing.functor, existing.kernel_file, host, compiled=existing)
-    return OpSpec(facts, stub, arity, stub.scalar_count == 1, facts.functor, kernel_file, host_file)
+        return OpSpec(facts, stub, arity, False, existing.functor, existing.kernel_file, host, compiled=existing,
+                      call=call)
+    alpha = stub.scalar_count == 1
+    name = call.args[0].name if alpha and call is not None and len(call.args) == 1 and call.args[0].name else "alpha"
+    return OpSpec(facts, stub, arity, alpha, facts.functor, kernel_file, host_file, alpha_name=name, call=call)
+
+
+def shared_call(views: Views, shared: tuple[DispatchSite, ...], stub: Stub) -> StubCall | None:
+    """How the op's shared kernels (the functions its `CPU, CUDA: ...` lines name, the carrier's
+    first) call `stub`, read from the checkout's aten/src/ATen/native/*.cpp (None without them)."""
+    kernels = tuple(dict.fromkeys(site.line.kernel for site in shared))
+    return read_stub_call(views.ws, kernels, stub.name)
 
 
 _RETURN = re.compile(r"->\s*(.*)$", re.S)
@@ -245,7 +261,8 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
     outputs = tensor_outputs(shared[0].entry)
     if len(outputs) > 1:
         return two_outputs_refusal(views, op, shared[0], stub, outputs)
-    if not stub.supported and not is_params_stub(stub):
+    enums = checkout_enums(views.ws)
+    if not stub.supported and not is_params_stub(stub, enums):
         return MpsgenError(
             f"stub {stub.name} has signature {stub.signature}, which mpsgen cannot generate yet",
             location=stub.type_location or stub.location,
@@ -300,10 +317,11 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
             f"{carrier.name} takes {arity} tensor inputs; mpsgen generates unary, binary and ternary kernels",
             location=carrier.location,
         )
-    params_stub = is_params_stub(stub)
+    params_stub = is_params_stub(stub, enums)
     if params_stub:  # several scalars: a params struct (mpsgen/params.py)
         try:
-            params_spec(views, op, stub, carrier, functor_name_of_stub(stub.name), arity)
+            params_spec(views, op, stub, carrier, functor_name_of_stub(stub.name), arity,
+                        call=shared_call(views, shared, stub))
         except MpsgenError as exc:
             return exc
     if arity == 3 and stub.scalar_count == 1 and not params_stub and not views.ternary_takes_alpha:
@@ -316,11 +334,11 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
 
 
 def params_spec(views: Views, op: str, stub: Stub, carrier: YamlEntry, functor: str, arity: int,
-                kernel_file: str = f"{KERNELS_DIR}/x.metal") -> ParamsSpec:
+                kernel_file: str = f"{KERNELS_DIR}/x.metal", call: StubCall | None = None) -> ParamsSpec:
     """The params struct of a params stub (refused, raising, when the checkout has no launcher for
     its operand count or the stub and the schema disagree)."""
     arity = params_arity(views.ws, op, stub, functor, arity)
-    return resolve_params(op, stub, carrier, functor, kernel_file, arity)
+    return resolve_params(op, stub, carrier, functor, kernel_file, arity, call, checkout_enums(views.ws))
 
 
 def _family_files(views: Views, stub: Stub, options: Options) -> tuple[str, str]:

@@ -3,6 +3,7 @@ compute the reference, compare per dtype."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from mpsgen.commands.tryop.compare import DtypeResult, compare
@@ -34,6 +35,7 @@ from mpsgen.commands.tryop.source import host_program, kernel_arity, shader_sour
 from mpsgen.commands.tryop.tolerances import opinfo_tolerances
 from mpsgen.commands.tryop.values import Inputs, keep, make_inputs, traps
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.params import checkout_enums
 from mpsgen.model import Location
 from mpsgen.read.checkout import Checkout
 from mpsgen.read.metalhost.owners import code_owners
@@ -45,6 +47,7 @@ class TryOptions:
     reference: str = "auto"
     seed: int = 0
     samples: int = 32
+    stub: str | None = None  # the dispatch stub, where it is not named after the op
 
 
 @dataclass(frozen=True)
@@ -117,11 +120,23 @@ class Prepared:
     sets: tuple[ScalarSet, ...] = ()
     overload: object = None  # torch's CPU OpOverload (torch is imported only when it runs)
     reference_label: str = ""
+    enums: dict = None  # string-to-enum helpers the stub's call uses: helper -> {string: value}
 
 
-def prepare(checkout: Checkout, op: str, reference: str = "auto", need_reference: bool = True) -> Prepared:
+def refused_by_reference(reference, case) -> str | None:
+    """Why torch's CPU op refuses a scalar set (its error's first line), or None when it takes it."""
+    probe = type(case)(case.metal_type, tuple(c[:1] for c in case.columns), case.note)
+    try:
+        reference.compute(probe, None)
+    except (RuntimeError, ValueError) as exc:
+        return f"the CPU op refuses it: {str(exc).splitlines()[0][:100]}"
+    return None
+
+
+def prepare(checkout: Checkout, op: str, reference: str = "auto", need_reference: bool = True,
+            stub: str | None = None) -> Prepared:
     """The functor, its source and its scalars; refusals (exit 2) for what try cannot run."""
-    facts = functor_facts(checkout, op)
+    facts = functor_facts(checkout, op, stub)
     arity = kernel_arity(facts)
     if not 1 <= arity <= 3:
         raise MpsgenError(f"{op} takes {arity} tensors; try runs unary, binary and ternary functors", location=facts.location)
@@ -151,13 +166,34 @@ def prepare(checkout: Checkout, op: str, reference: str = "auto", need_reference
         raise MpsgenError(f"nothing to compare {op} with: {label}",
                           hint="install torch (pip install torch==2.13.0) so that its CPU op is the reference")
     args = schema_scalars(overload._schema)
-    carried = host_arguments(args, kernel_scalars.host_params)
+    carried = host_arguments(args, kernel_scalars.host_params, facts.call)
     if carried is None:
         raise MpsgenError(f"the host function takes {len(kernel_scalars.host_params)} parameters besides the iterator "
                           f"({', '.join(kernel_scalars.host_params)}), {label} {len(args)} scalars "
                           f"({', '.join(a.name for a in args)})", location=where,
                           hint="try maps them by name, else in order when the counts agree")
-    return Prepared(facts, source, operands, kernel_scalars, carried, scalar_sets(op, args), overload, label)
+    enums = enum_helpers(checkout, facts.call)
+    strings = {name: tuple(enums[helper]) for name, helper in _string_args(facts.call).items() if helper in enums}
+    return Prepared(facts, source, operands, kernel_scalars, carried, scalar_sets(op, args, facts.call, strings),
+                    overload, label, enums)
+
+
+def enum_helpers(checkout: Checkout, call) -> dict[str, dict[str, int]]:
+    """The checkout's string-to-enum helpers the call uses (gelu's get_gelutype_enum): helper ->
+    {string: enumerator value}."""
+    if call is None or not any("(" in a.value for a in call.args):
+        return {}
+    return {e.helper: {s: e.value(en) for s, en in e.strings} for e in checkout_enums(checkout).values() if e.helper}
+
+
+def _string_args(call) -> dict[str, str]:
+    """Function parameter -> the helper its call argument passes it through (`get_gelutype_enum(approximate)`)."""
+    out = {}
+    for a in call.args if call is not None else ():
+        m = re.fullmatch(r"(?:[\w:]*::)?(\w+)\s*\(\s*(\w+)\s*\)", a.value)
+        if m:
+            out[m.group(2)] = m.group(1)
+    return out
 
 
 @dataclass(frozen=True)
@@ -172,9 +208,9 @@ class TrySource:
     operands: int  # tensor operands each kernel takes
 
 
-def try_source(checkout: Checkout, op: str) -> TrySource:
+def try_source(checkout: Checkout, op: str, stub: str | None = None) -> TrySource:
     """The exact source `try` compiles, without running it (no compiler or torch needed)."""
-    prepared = prepare(checkout, op, need_reference=False)
+    prepared = prepare(checkout, op, need_reference=False, stub=stub)
     facts = prepared.facts
     alphas = dict(facts.alpha_types) if facts.alpha else {}
     kernels = tuple((f"mpsgen_try_{t}", alphas.get(t, "")) for t in facts.input_types)
@@ -197,7 +233,7 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
     found = native_reduction(checkout, op)
     if found is not None:
         return _try_reduction(checkout, op, found, options)
-    prepared = prepare(checkout, op, options.reference)
+    prepared = prepare(checkout, op, options.reference, stub=options.stub)
     facts, source = prepared.facts, prepared.source
     backend, not_run = choose_backend(options.backend)
     inputs = [make_inputs(t, facts.arity, options.seed, options.samples) for t in facts.input_types]
@@ -258,16 +294,18 @@ def _operands(inputs: list[Inputs], operands: tuple[int, ...]) -> list[Inputs]:
     return [Inputs(i.metal_type, tuple(i.columns[k] for k in operands), i.note) for i in inputs]
 
 
-def _scalar_plan(prepared: Prepared) -> tuple[dict, dict]:
+def _scalar_plan(prepared: Prepared, numel: dict | None = None) -> tuple[dict, dict]:
     """Per input type: (alpha type, fields, [(set index, field values)]) for the sets the host can
     pass, and {(type, set index): why not} for the others."""
     facts, ks = prepared.facts, prepared.scalars
+    numel = numel or {}
     plan, refused = {}, {}
     for t in facts.input_types:
         alpha_type, fields = ks.fields_by_type[t]
         runnable = []
         for index, chosen in enumerate(prepared.sets):
-            values = field_values(fields, stub_values(facts.op, prepared.scalar_args, chosen, ks.host_params))
+            values = field_values(fields, stub_values(facts.op, prepared.scalar_args, chosen, ks.host_params,
+                                                      facts.call, numel.get(t), prepared.enums))
             if isinstance(values, str):
                 refused[(t, index)] = values
             else:
@@ -279,8 +317,14 @@ def _scalar_plan(prepared: Prepared) -> tuple[dict, dict]:
 def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], backend: str, not_run, options) -> TryReport:
     """An alpha or params kernel: every scalar set against torch's CPU op with the same scalars."""
     facts, source = prepared.facts, prepared.source
-    plan, refused = _scalar_plan(prepared)
+    plan, refused = _scalar_plan(prepared, {case.metal_type: case.count for case in inputs})
     references = [scalar_reference(prepared.overload, prepared.reference_label, s.as_dict()) for s in prepared.sets]
+    for index, chosen in enumerate(prepared.sets):  # a set the CPU op refuses (huber's delta <= 0)
+        why = refused_by_reference(references[index], inputs[0]) if inputs else None
+        if why is not None:
+            for case in inputs:
+                refused[(case.metal_type, index)] = why
+            plan = {t: (a, f, [(i, v) for i, v in runs if i != index]) for t, (a, f, runs) in plan.items()}
     if backend == "mps":
 
         torch = import_torch()

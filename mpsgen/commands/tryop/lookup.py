@@ -13,6 +13,7 @@ from mpsgen.facts.views import METAL_TO_TORCH, Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.checkout import Checkout
 from mpsgen.read.cpp import mask_code, match_brace, split_top_level
+from mpsgen.read.stubcall import StubCall, read_stub_call
 
 TORCH_TO_METAL = {torch: metal for metal, torch in METAL_TO_TORCH.items()}
 
@@ -33,6 +34,7 @@ class FunctorFacts:
     host_body: str = ""
     host_params: tuple[str, ...] = ()
     host_location: Location | None = None
+    call: StubCall | None = None  # what the shared function passes the stub (read from its .cpp)
 
 
 def native_reduction(checkout: Checkout, op: str):
@@ -46,13 +48,13 @@ def native_reduction(checkout: Checkout, op: str):
     return None
 
 
-def functor_facts(checkout: Checkout, op: str) -> FunctorFacts:
+def functor_facts(checkout: Checkout, op: str, stub: str | None = None) -> FunctorFacts:
     """op -> (kernel file, functor, arity, registered input types), from the shared op facts
     (`mpsgen.facts.views.read_op`): the MPS registration of the op's stub, its host function's
     `exec_*_kernel(iter, "name")` and the .metal file that defines `name_functor`."""
 
     views = Views(Workspace(checkout))
-    facts = read_op(views, op)
+    facts = read_op(views, op, stub=stub)
     reduction = reduction_of(views, facts)
     if reduction is not None and reduction.routed and reduction.kernels is not None:
         names = sum(len(reduction.kernels.names(prefix)) for prefix in reduction.prefixes)
@@ -94,7 +96,9 @@ def functor_facts(checkout: Checkout, op: str) -> FunctorFacts:
     kernel_arity = _EXEC_ARITY[call.group(1)] if call else arity
     return FunctorFacts(op, name, rel, location, arity, alpha, types, kernel_arity,
                         tuple((t, alpha_types[t]) for t in types if t in alpha_types), facts.host.body,
-                        _declared_params(checkout, facts.host), facts.host.location)
+                        _declared_params(checkout, facts.host), facts.host.location,
+                        read_stub_call(checkout, tuple(dict.fromkeys(s.line.kernel for s in facts.shared)),
+                                       facts.stub.name) if facts.stub is not None else None)
 
 
 def _declared_params(checkout: Checkout, host) -> tuple[str, ...]:

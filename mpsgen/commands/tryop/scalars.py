@@ -22,12 +22,19 @@ from dataclasses import dataclass
 from mpsgen.commands.tryop.reference import schema_type
 from mpsgen.commands.tryop.values import KINDS, ROUND, float32_bits, int_range, kind
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.params import schema_names
 from mpsgen.model import Location
 from mpsgen.read.cpp import mask_code, match_brace, split_top_level
+from mpsgen.read.stubcall import NotEvaluable, evaluate
 
 # What the stub receives for an optional argument left unset, where the ATen function between the
-# schema and the stub substitutes a value: `logit` passes `Scalar(eps ? eps.value() : -1.0)`.
+# schema and the stub substitutes a value and the checkout has no .cpp to read it from (a wheel):
+# `logit` passes `Scalar(eps ? eps.value() : -1.0)`. With the .cpp, the call is read and evaluated.
 NONE_AS = {("logit", "eps"): -1.0}
+
+# at::Reduction's enumerators (ATen/core/Reduction.h), which the losses' shared functions compare with.
+REDUCTION = {"Reduction::None": 0, "Reduction::Mean": 1, "Reduction::Sum": 2, "at::Reduction::None": 0,
+             "at::Reduction::Mean": 1, "at::Reduction::Sum": 2}
 
 # Iterator operands (indices into the op's tensor arguments) where the op's TensorIterator does not
 # take its tensors one for one (facts of ATen's meta functions, Activation.cpp): threshold adds
@@ -37,6 +44,9 @@ ITERATOR_OPERANDS = {"threshold": (0, 0), "threshold_backward": (1, 0), "leaky_r
 
 # Sample values per argument kind, each tried with the other arguments at their base value.
 _SCALAR_VARIANTS = (2.0, -1.0, 0.0)
+# a double (huber's delta, smooth_l1's beta): the edges too, tiny and huge (a set the CPU op refuses,
+# delta <= 0, is reported skipped with its message)
+_DOUBLE_VARIANTS = (2.0, -1.0, 0.0, 1e-6, 1e6)
 _OPTIONAL_VARIANTS = (None, 1e-6, 0.25)
 # Values for arguments without a default (threshold's threshold and value), in argument order.
 _REPRESENTATIVE = (0.5, -2.0, 3.0, -0.25)
@@ -91,23 +101,51 @@ def schema_scalars(schema) -> tuple[ScalarArg, ...]:
     return tuple(found)
 
 
-def _variants(arg: ScalarArg) -> tuple:
+def _variants(arg: ScalarArg, strings: dict | None = None) -> tuple:
     if arg.type == "bool":
         return (True, False)
     if arg.type.endswith("?"):
         return _OPTIONAL_VARIANTS
+    if arg.name == "reduction":
+        return tuple(sorted(set(REDUCTION.values())))
     if arg.type == "int":
         return (2, -1, 0)
+    if arg.type == "str":
+        return tuple((strings or {}).get(arg.name, ()))
+    if arg.type == "float":
+        return _DOUBLE_VARIANTS
     return _SCALAR_VARIANTS
 
 
-def scalar_sets(op: str, args: tuple[ScalarArg, ...]) -> tuple[ScalarSet, ...]:
+def call_reads(call, args) -> set[str] | None:
+    """The schema arguments whose values reach the stub through the shared function's call (None:
+    no call read, every argument does)."""
+    if call is None:
+        return None
+    renamed = schema_names(call, tuple((a.type, a.name) for a in args))
+    return {renamed.get(n, n) for a in call.args for n in a.reads}
+
+
+def scalar_sets(op: str, args: tuple[ScalarArg, ...], call=None, strings: dict | None = None) -> tuple[ScalarSet, ...]:
     """The defaults (representative values for arguments without one), then each argument alone
     through its variants (a negative, zero; None and a small and a large eps for an optional
-    float). An optional argument is left None only where the stub's value for None is known."""
+    float; each reduction; each string an enum helper takes, `strings`). An optional argument is
+    left None only where the stub's value for None is known (the call read, else `NONE_AS`). An
+    argument the stub never receives (a forward loss's `reduction`, which the shared function
+    applies after the kernel) is held at the value leaving the result elementwise."""
+    reaching = call_reads(call, args)
     base = []
     spare = iter(_REPRESENTATIVE)
     for arg in args:
+        if reaching is not None and arg.name not in reaching and arg.name == "reduction":
+            base.append((arg.name, REDUCTION["Reduction::None"]))
+            continue
+        if arg.name == "reduction" and not arg.has_default:
+            base.append((arg.name, REDUCTION["Reduction::Mean"]))
+            continue
+        if arg.type == "str" and not arg.has_default and (strings or {}).get(arg.name):
+            base.append((arg.name, strings[arg.name][0]))
+            continue
         if arg.has_default:
             value = arg.default
             if isinstance(value, int) and not isinstance(value, bool) and arg.type != "int":
@@ -117,8 +155,10 @@ def scalar_sets(op: str, args: tuple[ScalarArg, ...]) -> tuple[ScalarSet, ...]:
         base.append((arg.name, value))
     sets = [ScalarSet(tuple(base))]
     for k, arg in enumerate(args):
-        for v in _variants(arg):
-            if v is None and arg.type.endswith("?") and (op, arg.name) not in NONE_AS:
+        if reaching is not None and arg.name not in reaching:
+            continue
+        for v in _variants(arg, strings):
+            if v is None and arg.type.endswith("?") and call is None and (op, arg.name) not in NONE_AS:
                 continue
             values = list(base)
             if values[k][1] == v:
@@ -266,20 +306,38 @@ def read_kernel_scalars(source: str, host_body: str, host_params: tuple[str, ...
     return KernelScalars(struct_name, by_type, names)
 
 
-def host_arguments(args: tuple[ScalarArg, ...], host_names: tuple[str, ...]) -> tuple[ScalarArg, ...] | None:
+def host_arguments(args: tuple[ScalarArg, ...], host_names: tuple[str, ...], call=None) -> tuple[ScalarArg, ...] | None:
     """The schema argument each host parameter carries: by name where every host parameter is named
     after one (leaky_relu_backward's stub takes negative_slope, not self_is_result), else in order
-    when the counts agree; None when neither holds."""
+    when the counts agree; None when neither holds. With the shared function's call read, each host
+    parameter is that call's argument (computed by `stub_values`) and every schema argument counts."""
+    if call is not None and len(call.args) == len(host_names):
+        return tuple(args)
     by_name = {a.name: a for a in args}
     if all(n in by_name for n in host_names):
         return tuple(by_name[n] for n in host_names)
     return tuple(args) if len(args) == len(host_names) else None
 
 
-def stub_values(op: str, args: tuple[ScalarArg, ...], chosen: ScalarSet, host_names: tuple[str, ...]) -> dict:
-    """The host function's parameters for a scalar set (`args`: `host_arguments`), None replaced
-    where ATen substitutes a value (`NONE_AS`)."""
+def stub_values(op: str, args: tuple[ScalarArg, ...], chosen: ScalarSet, host_names: tuple[str, ...],
+                call=None, numel: int | None = None, enums: dict | None = None) -> dict | str:
+    """The host function's parameters for a scalar set (`args`: `host_arguments`): with the shared
+    function's call read, each of its arguments evaluated as the function computes it (`numel`: the
+    input's element count, `enums`: an enum helper's strings -> values), else the schema argument,
+    None replaced where ATen substitutes a value (`NONE_AS`); a string saying why they cannot be had."""
     values = chosen.as_dict()
+    if call is not None and len(call.args) == len(host_names):
+        renamed = schema_names(call, tuple((a.type, a.name) for a in args))
+        back = {schema: cpp for cpp, schema in renamed.items()}
+        env = {back.get(name, name): v for name, v in values.items()}
+        helpers = {helper: (lambda s, table=table: table[s]) for helper, table in (enums or {}).items()}
+        out = {}
+        for name, arg in zip(host_names, call.args):
+            try:
+                out[name] = evaluate(arg.value, env, numel, REDUCTION, helpers)
+            except (NotEvaluable, KeyError, ZeroDivisionError):
+                return f"try cannot evaluate `{arg.value}` ({call.function} at {call.where})"
+        return out
     out = {}
     for name, arg in zip(host_names, args):
         v = values[arg.name]
@@ -306,8 +364,10 @@ def convert(value, metal_type: str):
     return v if lo <= v <= hi else None
 
 
-def field_values(fields: tuple[Field, ...], host_values: dict) -> tuple | str:
+def field_values(fields: tuple[Field, ...], host_values: dict | str) -> tuple | str:
     """Each field's value for the host parameters `host_values`, or why they cannot be had."""
+    if isinstance(host_values, str):
+        return host_values
     out = []
     for f in fields:
         raw = host_values.get(f.source)
