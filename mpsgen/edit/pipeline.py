@@ -262,7 +262,7 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
                                      f"{spec.composite.describe()}", where))
             return
         for note in spec.notes:
-            ws.add_note(Note("info", note, spec.composite.functions[0].location))
+            ws.add_note(Note("info", note, spec.composite.functions[0].location if spec.composite.functions else where))
         ws.add_note(Note("info", f"{spec.op}: no kernel, host or test-list edit (its dtypes are those of what it "
                                  "calls); the dispatch line and the legacy implementation change", where))
         for name, step in steps:

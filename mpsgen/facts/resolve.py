@@ -72,6 +72,8 @@ class Composite:
     served: tuple[tuple[str, Location, str], ...]
 
     def describe(self) -> str:
+        if not self.functions:
+            return "MPS is on its shared dispatch line (no aten/src/ATen/native/*.cpp here to read what it calls)"
         calls = "; ".join(f"{what} (called at {where}) is served on MPS by {by}" for what, where, by in self.served)
         names = ", ".join(f"{f.name} ({f.location})" for f in self.functions)
         return f"{names}: {calls}"
@@ -209,6 +211,8 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     if problem is not None:
         raise Refusal(problem.message, location=problem.location, hint=problem.hint)
     composite = composite_of(views, op, facts.shared, facts.stub)
+    if composite is None and facts.stub is None and facts.native:
+        composite = Composite((), ())  # already on its shared line, what it calls not read (no .cpp)
     if composite is not None:
         kernel_file = host_file = ""
         return OpSpec(facts, facts.stub, len(facts.shared[0].entry.tensor_inputs), False, facts.functor, kernel_file,
@@ -326,8 +330,8 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
     composite = composite_of(views, op, shared, stub) if not explicit_stub else None
     if isinstance(composite, MpsgenError):
         return composite
-    if composite is not None:
-        return None
+    if composite is not None or (stub is None and native and mode == "migrate"):
+        return None  # served through what its shared function calls (or already on its shared line)
     if stub is None:
         if explicit_stub:
             import difflib

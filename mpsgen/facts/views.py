@@ -688,7 +688,6 @@ class OpFacts:
     stub: Stub | None
     stub_problem: str  # why no stub was found ("" when found)
     stub_looked_for: tuple[str, ...]
-    stub_how: str  # how the stub was found, with its path:line ("" when not found)
     registrations: tuple[Registration, ...]  # the stub's MPS registrations
     host: HostFunction | None  # the function of the single registration
     functor: str  # the functor name (without `_functor`): the host's kernel name, else the stub's
@@ -698,6 +697,7 @@ class OpFacts:
     opinfos: tuple[tuple[str, tuple], ...]  # (file, OpInfoRefs)
     # what the CPU implementation gives for integer inputs (mpsgen.read.cpuread), read when first asked
     cpu_reader: Callable[[], CpuOutput] | None = field(default=None, compare=False, repr=False)
+    stub_how: str = ""  # how the stub was found, with its path:line ("" when not found)
 
     @property
     def cpu_output(self) -> CpuOutput:
@@ -856,13 +856,17 @@ _SCHEMA_TO_STUB = {"Scalar": ("const Scalar&",), "float": ("double", "const doub
 
 def signature_fits(stub: Stub, entry: YamlEntry) -> bool:
     """Whether a stub's declared parameters take the entry's arguments: an iterator, then one
-    parameter per non-tensor argument besides `reduction` (the shared function reduces), a `str`
-    taken as an enum made from it (GeluType from `approximate`)."""
+    parameter per non-tensor argument besides `reduction` (the shared function reduces, or passes
+    the norm it makes of it first: mse_backward_stub's Scalar), a `str` taken as an enum made from
+    it (GeluType from `approximate`)."""
     if stub.iterator_type is None or stub.returns != "void":
         return False
     args = [type_ for type_, name, kw in entry.arguments
             if not type_.startswith("Tensor") and name != "reduction" and not (kw and "!" in type_)]
     params = list(stub.params[1:])
+    reduces = any(name == "reduction" for _, name, _ in entry.arguments)
+    if reduces and len(params) == len(args) + 1 and params[0] in ("const Scalar&", "double"):
+        params = params[1:]  # a loss's backward takes the norm its shared function makes of `reduction`
     if len(args) != len(params):
         return False
     for type_, param in zip(args, params):
