@@ -85,7 +85,7 @@ def test_a_called_op_without_an_mps_kernel_is_named(tmp_path):
     root = copy_checkout(tmp_path)
     yaml = root / "aten/src/ATen/native/native_functions.yaml"
     text = yaml.read_text(encoding="utf-8")
-    yaml.write_text(text.replace("    CPU, CUDA, MTIA, MPS: clamp_min_out\n", "    CPU, CUDA, MTIA: clamp_min_out\n"),
+    yaml.write_text(text.replace("    CPU, CUDA, MPS, MTIA: clamp_min_out\n", "    CPU, CUDA, MTIA: clamp_min_out\n"),
                     encoding="utf-8")
     result = run_cli(["-C", str(root), "migrate", "relu"])
     assert result.exit_code == 2
