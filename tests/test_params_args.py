@@ -117,7 +117,7 @@ def test_mse_backward_norm_is_an_alpha_named_as_the_shared_function_names_it(tmp
 def test_the_stub_call_is_read_with_its_locals_and_helpers(fixture_checkout):
     checkout = Checkout.find(fixture_checkout, None)
     call = read_stub_call(checkout, ("mse_loss_backward_out",), "mse_backward_stub")
-    assert call.where == "aten/src/ATen/native/Loss.cpp:109"
+    assert call.where == "aten/src/ATen/native/Loss.cpp:158"
     (norm,) = call.args
     assert (norm.name, norm.value) == ("norm", "reduction == Reduction::Mean ? 2. / input.numel() : 2.")
     enums = {"Reduction::Mean": 1, "Reduction::Sum": 2, "Reduction::None": 0}

@@ -57,17 +57,18 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import load_catalog, lookup
 from mpsgen.facts.params import checkout_enums, is_params_stub
 from mpsgen.facts.reduction import REDUCTION_FAMILY
-from mpsgen.facts.resolve import generation_problem
+from mpsgen.facts.resolve import composite_of, generation_problem
 from mpsgen.facts.rules import MPSGRAPH
 from mpsgen.facts.views import (
     DispatchSite,
     Views,
     functor_name_of_stub,
+    groups_joined,
     groups_of_pairs,
     is_legacy_line,
     is_mps_only,
-    is_shared_line,
     resolve_stub,
+    shared_sites,
 )
 from mpsgen.model import Location
 from mpsgen.read.cache import cached_index
@@ -208,9 +209,9 @@ def new_op_candidates(checkout: Checkout) -> tuple[NewOpCandidate, ...]:
         entries = nf.op_entries(op)
         if any(is_mps_only(line) for e in entries for line in e.dispatch):
             continue
-        shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
+        shared = shared_sites(entries)
         legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
-        if not shared or any("MPS" in site.line.keys for site in shared):
+        if not shared or any(groups_joined(shared)):
             continue
         stub, stub_problem = resolve_stub(views, op, shared)[:2]
         if generation_problem(views, op, shared, legacy, stub, stub_problem, "new-op", entries=entries) is not None:
@@ -281,7 +282,7 @@ def _op_record(views, op, entries, catalog, definitions, metal_groups, xfail_by_
     overloads = tuple((e.name, _entry_backing(e, nf, kernels)) for e in entries)
     backing = min((b for _, b in overloads), key=_OP_PRIORITY.index)
 
-    shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
+    shared = shared_sites(entries)
     legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
     stub, stub_problem = (resolve_stub(views, op, shared)[:2]) if shared else (None, "")
     functor = functor_name_of_stub(stub.name) if stub else None
@@ -312,6 +313,12 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
     problem = generation_problem(views, op, shared, legacy, stub, stub_problem, "migrate", entries=entries)
     if problem is not None:
         return Candidate("port", problem.message)
+    composite = composite_of(views, op, shared, stub)
+    if composite is not None:  # no kernel of its own: the dispatch line and the legacy removal
+        refusal = migrate_refusal(views.checkout, op, views, _templates(views))
+        if refusal is not None:
+            return Candidate("port", f"migrate refuses: {refusal}")
+        return Candidate("ready", f"no kernel of its own: {composite.describe()}")
     if stub.header in REDUCTION_FAMILY:  # a reduction with a catalog body (mpsgen/facts/reduction.py)
         refusal = migrate_refusal(views.checkout, op, views, _templates(views))
         if refusal is not None:

@@ -273,11 +273,32 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
 
     ws = views.ws
     facts = spec.facts
+    where = spec.shared[0].line.location if spec.shared else facts.entries[0].location
+    if spec.composite is not None:
+        if facts.native:
+            ws.add_note(Note("info", f"{spec.op} is already served on MPS through its shared function: "
+                                     f"{spec.composite.describe()}", where))
+            return
+        for note in spec.notes:
+            ws.add_note(Note("info", note, spec.composite.functions[0].location if spec.composite.functions else where))
+        ws.add_note(Note("info", f"{spec.op}: no kernel, host or test-list edit (its dtypes are those of what it "
+                                 "calls); the dispatch line and the legacy implementation change", where))
+        for name, step in steps:
+            if name in ("dispatch", "legacy"):
+                context = StepContext(views, templates, spec, options, KernelChoice("composite", "", (), frozenset()))
+                for change in step(context):
+                    ws.apply(change)
+        ws.add_step("build: cd build && ninja torch_cpu")
+        for test in test_names(facts) or (f"test_output_match_{spec.op}",):
+            ws.add_step(f"test: python test/test_mps.py -k {test}")
+        return
     if facts.native and facts.registrations and options.dtypes is None and options.expr is None:
         reg = facts.registrations[0]
         ws.add_note(Note("info", f"{spec.op} is already native Metal ({spec.stub.name} -> {reg.function})", reg.location))
         return
     context = StepContext(views, templates, spec, options, choose_kernel(views, templates, spec, options))
+    for note in spec.notes:  # how the stub was found (path:line), how a loss reduces
+        ws.add_note(Note("info", note, where))
     for name, step in steps:
         for change in step(context):
             ws.apply(change)
@@ -314,6 +335,8 @@ def check_expr(views: Views, spec: OpSpec, expr: str) -> None:
 
 
 def check_single_registration(views: Views, spec: OpSpec) -> None:
+    if spec.composite is not None:
+        return  # no registration of its own
     found = views.registrations(spec.stub.name)
     if len(found) != 1:
         where = ", ".join(str(r.location) for r in found) or "nowhere"

@@ -89,7 +89,10 @@ def checkout_enums(ws: Texts) -> dict[str, EnumType]:
                 pairs = re.findall(rf'"([^"]*)"\s*\)\s*\{{?\s*return\s+{m.group(1)}::(\w+)', body)
                 helper, strings = fn.group(1), tuple(pairs)
             line = masked.count("\n", 0, m.start()) + 1
-            found.setdefault(m.group(1), EnumType(m.group(1), tuple(enumerators), Location(rel, line), helper, strings))
+            enum = EnumType(m.group(1), tuple(enumerators), Location(rel, line), helper, strings)
+            if m.group(1) not in found or (strings and not found[m.group(1)].strings):
+                # a header that only declares the string helper (2.13's Activation.h) yields to one defining it
+                found[m.group(1)] = enum
     return found
 
 

@@ -12,7 +12,9 @@ from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_bod
                                     load_takes_parameter)
 from mpsgen.facts.params import (ParamsSpec, checkout_enums, is_params_stub, params_arity, resolve_params,
                                  ternary_params_hint)
-from mpsgen.facts.views import DispatchSite, OpFacts, Views, functor_name_of_stub, read_op
+from mpsgen.facts.views import (DispatchSite, is_mps_only, OpFacts, SharedFunction, Views, functor_name_of_stub, groups_joined,
+                                read_op, shared_functions)
+from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, OPERATIONS_DIR
 from mpsgen.read.cpp import mask_code
 from mpsgen.read.nfyaml import YamlEntry
@@ -65,11 +67,101 @@ class Options:
 
 
 @dataclass(frozen=True)
+class Composite:
+    """A shared function with no kernel of its own to generate: it calls ATen ops (relu ->
+    at::clamp_min) or another op's stub (threshold_backward -> threshold_stub with value 0), and
+    MPS already serves each (`served`: (what it calls, where it is called, where MPS serves it)).
+    Migrating it is the dispatch line plus the legacy removal."""
+
+    functions: tuple[SharedFunction, ...]
+    served: tuple[tuple[str, Location, str], ...]
+
+    def describe(self) -> str:
+        if not self.functions:
+            return "MPS is on its shared dispatch line (no aten/src/ATen/native/*.cpp here to read what it calls)"
+        calls = "; ".join(f"{what} (called at {where}) is served on MPS by {by}" for what, where, by in self.served)
+        names = ", ".join(f"{f.name} ({f.location})" for f in self.functions)
+        return f"{names}: {calls}"
+
+
+# the ATen reductions a loss's shared function reduces through
+REDUCING_OPS = ("mean", "sum")
+
+
+def mps_kernel_of(views: Views, called: str) -> str | None:
+    """Where MPS serves the ATen op `called` (`at::mean_out` -> mean.out's `MPS:` line): an entry's
+    dispatch line naming MPS, through its structured delegate; None when nothing serves it."""
+    nf = views.native_functions
+    for base in dict.fromkeys((called, called.removesuffix("_out"), called.rstrip("_"))):
+        for entry in nf.op_entries(base):
+            seen = set()
+            current = entry
+            while current is not None and current.name not in seen:
+                seen.add(current.name)
+                line = next((ln for ln in current.dispatch if "MPS" in ln.keys), None)
+                if line is not None:
+                    return f"{current.name} ({', '.join(line.keys)}: {line.kernel}) at {line.location}"
+                current = nf.entry(current.structured_delegate) if current.structured_delegate else None
+    return None
+
+
+def stub_owner(views: Views, op: str, stub: Stub) -> str | None:
+    """The other op whose stub this is (`threshold_stub` is threshold's: threshold has shared lines
+    of its own), or None."""
+    stem = functor_name_of_stub(stub.name)
+    if stem == op or not stub.name.endswith("_stub"):
+        return None
+    entries = views.native_functions.op_entries(stem)
+    return stem if any("CPU" in line.keys for e in entries for line in e.dispatch) else None
+
+
+def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: Stub | None):
+    """`Composite` when the op's shared functions only call what MPS already serves, a refusal
+    (MpsgenError) naming what is missing when they call ops or another op's stub MPS lacks, else
+    None (the op has a stub of its own to generate a kernel for)."""
+    if not shared:
+        return None
+    functions = shared_functions(views, list(dict.fromkeys(site.line.kernel for site in shared)))
+    if not functions:
+        return None
+    owner = stub_owner(views, op, stub) if stub is not None else None
+    if stub is not None and owner is None:
+        return None
+    if stub is None and any(f.stubs for f in functions):
+        return None  # it calls stubs, none resolved: the stub's refusal says which
+    served, missing = [], []
+    if stub is not None:
+        where = next(w for f in functions for name, w in f.stubs if name == stub.name)
+        registered = views.registrations(stub.name)
+        if registered:
+            served.append((f"{stub.name} ({owner}'s stub)", where, f"REGISTER_DISPATCH at {registered[0].location}"))
+        else:
+            missing.append((f"{stub.name}, {owner}'s stub (called at {where}), has no MPS registration",
+                            f"migrate {owner} first (mpsgen migrate {owner} {op})"))
+    called = [(name, where) for f in functions for name, where in f.ops]
+    if stub is None and not called:
+        return None
+    for name, where in dict.fromkeys(called):
+        by = mps_kernel_of(views, name)
+        if by is None:
+            missing.append((f"at::{name} (called at {where}) has no MPS kernel in this checkout",
+                            f"give {name.removesuffix('_out')} an MPS kernel first"))
+        else:
+            served.append((f"at::{name}", where, by))
+    if missing:
+        return MpsgenError(f"{op}'s shared function{'s' if len(functions) > 1 else ''} "
+                           f"{', '.join(f.name for f in functions)} call what MPS does not serve yet: "
+                           + "; ".join(m for m, _ in missing),
+                           location=functions[0].location, hint="; ".join(dict.fromkeys(h for _, h in missing)))
+    return Composite(functions, tuple(served))
+
+
+@dataclass(frozen=True)
 class OpSpec:
     """An op `new-op`/`migrate` can generate a kernel for: its facts plus what the generator needs."""
 
     facts: OpFacts
-    stub: Stub
+    stub: Stub | None  # None for a composite op (relu) that calls other ops only
     arity: int
     alpha: bool
     functor: str
@@ -81,6 +173,8 @@ class OpSpec:
     # an alpha kernel: what the shared function's call names its Scalar (logit's eps, mse_backward's norm)
     alpha_name: str = "alpha"
     call: StubCall | None = None  # what the shared function passes the stub (read from its .cpp)
+    composite: Composite | None = None  # what the shared function calls, all served on MPS already
+    notes: tuple[str, ...] = ()  # what the summary says of how the stub and the reduction were read
 
     @property
     def op(self) -> str:
@@ -125,7 +219,15 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                                  reduction_flags=options.reduction_flags)
     if problem is not None:
         raise Refusal(problem.message, location=problem.location, hint=problem.hint)
+    composite = composite_of(views, op, facts.shared, facts.stub)
+    if composite is None and facts.stub is None and facts.native:
+        composite = Composite((), ())  # already on its shared line, what it calls not read (no .cpp)
+    if composite is not None:
+        kernel_file = host_file = ""
+        return OpSpec(facts, facts.stub, len(facts.shared[0].entry.tensor_inputs), False, facts.functor, kernel_file,
+                      host_file, composite=composite, notes=(f"{op} has no kernel of its own: {composite.describe()}",))
     stub = facts.stub
+    notes = (f"stub {stub.name}: {facts.stub_how}",) + reduction_notes(views, facts)
     reduction = stub.header in REDUCTION_FAMILY
     if options.reduction_flags and not reduction:
         raise MpsgenError(f"--identity/--combine/--finalize/--acc build a reduction's op struct; {op}'s stub "
@@ -140,19 +242,21 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     call = shared_call(views, facts.shared, stub)
     if is_params_stub(stub, checkout_enums(views.ws)):
         params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file, call)
-        return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params, call=call)
+        return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params, call=call,
+                      notes=notes)
     if reduction:
         body = (flags_body(op, facts.functor, options.identity, options.combine, options.finalize, options.acc)
                 if options.reduction_flags else catalog_body(op))
-        return OpSpec(facts, stub, 1, False, facts.functor, kernel_file, host_file, reduction=body)
+        return OpSpec(facts, stub, 1, False, facts.functor, kernel_file, host_file, reduction=body, notes=notes)
     existing = compiled_as(views, op) if options.expr is None and not options.kernel_file else None
     if existing is not None and not stub.scalar_count:
         host = host_file if options.host_file or not existing.host_file else existing.host_file
         return OpSpec(facts, stub, arity, False, existing.functor, existing.kernel_file, host, compiled=existing,
-                      call=call)
+                      call=call, notes=notes)
     alpha = stub.scalar_count == 1
     name = call.args[0].name if alpha and call is not None and len(call.args) == 1 and call.args[0].name else "alpha"
-    return OpSpec(facts, stub, arity, alpha, facts.functor, kernel_file, host_file, alpha_name=name, call=call)
+    return OpSpec(facts, stub, arity, alpha, facts.functor, kernel_file, host_file, alpha_name=name, call=call,
+                  notes=notes)
 
 
 def shared_call(views: Views, shared: tuple[DispatchSite, ...], stub: Stub) -> StubCall | None:
@@ -207,6 +311,35 @@ def two_outputs_refusal(views: Views, op: str, site: DispatchSite, stub: Stub, o
     )
 
 
+def reduction_notes(views: Views, facts: OpFacts) -> tuple[str, ...]:
+    """A loss with a `reduction` argument: how its shared function reduces (the ATen reductions it
+    calls, each served on MPS), so that with MPS on the shared line the reduction runs as a second
+    kernel. Refused (raising) when a reduction it calls has no MPS kernel."""
+    carriers = [site.entry for site in facts.shared]
+    if not any(name == "reduction" for e in carriers for _, name, _ in e.arguments):
+        return ()
+    functions = shared_functions(views, list(dict.fromkeys(site.line.kernel for site in facts.shared)))
+    if not functions:
+        return (f"{facts.op} takes `reduction`; this checkout has no aten/src/ATen/native/*.cpp, so how its "
+                f"shared function reduces was not read (ATen's losses reduce through at::mean/at::sum, "
+                f"which then run as a second kernel)",)
+    reducing = [(name, where) for f in functions for name, where in f.ops
+                if name.removesuffix("_out") in REDUCING_OPS]
+    if not reducing:
+        return (f"{facts.op} takes `reduction`; {functions[0].name} ({functions[0].location}) reduces "
+                f"through no at::mean/at::sum: its stub's kernel reduces (or the reduction is elementwise)",)
+    served = []
+    for name, where in reducing:
+        by = mps_kernel_of(views, name)
+        if by is None:
+            raise Refusal(f"{functions[0].name} reduces {facts.op} through at::{name} ({where}), which has no MPS "
+                          f"kernel in this checkout", location=where,
+                          hint=f"give {name.removesuffix('_out')} an MPS kernel first")
+        served.append(f"at::{name} ({where}; MPS: {by})")
+    return (f"{facts.op} reduces through {', '.join(served)}: with MPS on the shared line the reduction now runs "
+            f"as two kernels ({facts.stub.name}'s elementwise pass, then the reduction; a fused pass is a later step)",)
+
+
 def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], legacy: tuple[DispatchSite, ...],
                        stub: Stub | None, stub_problem: str, mode: str, *, entries: tuple[YamlEntry, ...],
                        explicit_stub: str | None = None, reduction_flags: bool = False) -> MpsgenError | None:
@@ -216,6 +349,23 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
     if not shared:
         if legacy:
             site = legacy[0]
+            per_device = [(line.keys, line.kernel) for e in entries for line in e.dispatch
+                          if {"CPU", "CUDA"} & set(line.keys) and not is_mps_only(line)]
+            if len({kernel for _, kernel in per_device}) > 1:
+                functions = ", ".join(f"{'/'.join(keys)}: {kernel}" for keys, kernel in per_device)
+                around = f" around {stub.name} ({stub.signature})" if stub is not None else ""
+                beyond = ""
+                if stub is not None and not stub.supported and not is_params_stub(stub):
+                    beyond = (f"; and {stub.name} takes {', '.join(stub.params[1:])}, a stub argument beyond Scalars "
+                              "(a params struct built from the schema's arguments, not generated yet)")
+                return MpsgenError(
+                    f"{op}'s CPU and CUDA kernels are per-device functions ({functions}){around}: MPS keeps "
+                    f"`MPS: {site.line.kernel}` and its body becomes the stub call, which mpsgen does not write yet"
+                    f"{beyond}",
+                    location=site.line.location,
+                    hint=f"port {site.line.kernel} by hand: call the stub for kMPS as the CPU function does, and "
+                         "register a Metal kernel for it",
+                )
             return MpsgenError(
                 f"{op}'s MPS kernel {site.line.kernel} is not a shared stub kernel and there is no "
                 "`CPU, CUDA: ...` line to join",
@@ -234,7 +384,7 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
             location=first.location,
             hint="new-op and migrate handle ops whose CPU and CUDA kernels go through a DispatchStub",
         )
-    native = not legacy and all("MPS" in site.line.keys for site in shared)
+    native = not legacy and all(groups_joined(shared))
     if mode == "new-op" and legacy:
         site = legacy[0]
         return MpsgenError(
@@ -248,6 +398,11 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
             location=shared[0].line.location,
             hint=f"use `mpsgen new-op {op}` to give it a native Metal kernel",
         )
+    composite = composite_of(views, op, shared, stub) if not explicit_stub else None
+    if isinstance(composite, MpsgenError):
+        return composite
+    if composite is not None or (stub is None and native and mode == "migrate"):
+        return None  # served through what its shared function calls (or already on its shared line)
     if stub is None:
         if explicit_stub:
             import difflib

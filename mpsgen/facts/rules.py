@@ -722,7 +722,9 @@ def tested_of_ref(facts: OpFacts):
 def served_overloads(facts: OpFacts, *, after_change: bool) -> frozenset[str]:
     """The op's yaml entries MPS serves through the shared kernel: those whose shared line names MPS
     (`after_change`: every shared line, as new-op/migrate add MPS to each) and those delegating to them."""
-    direct = {site.entry.name for site in facts.shared if after_change or "MPS" in site.line.keys}
+    joined = {(site.entry.name, site.line.kernel) for site in facts.shared if "MPS" in site.line.keys}
+    direct = {site.entry.name for site in facts.shared
+              if after_change or (site.entry.name, site.line.kernel) in joined}
     return frozenset(direct | {e.name for e in facts.entries if (e.structured_delegate or "") in direct})
 
 

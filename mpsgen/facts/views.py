@@ -102,6 +102,35 @@ def is_mps_only(line: DispatchLine) -> bool:
     return "MPS" in line.keys and not ({"CPU", "CUDA"} & set(line.keys))
 
 
+def shared_sites(entries) -> tuple[DispatchSite, ...]:
+    """The lines serving CPU and CUDA with one function: a `CPU, CUDA[, ...]: x` line, or one
+    function on several lines (`CPU: signbit_out` + `CUDA: signbit_out`; `CPU, XPU: f` + `CUDA: f`),
+    each of which is a site."""
+    out = []
+    for entry in entries:
+        keys: dict[str, set] = {}
+        for line in entry.dispatch:
+            keys.setdefault(line.kernel, set()).update(line.keys)
+        for line in entry.dispatch:
+            if is_shared_line(line) or ({"CPU", "CUDA"} <= keys[line.kernel] and not is_mps_only(line)
+                                        and {"CPU", "CUDA"} & set(line.keys)):
+                out.append(DispatchSite(entry, line))
+    return tuple(out)
+
+
+def site_groups(shared: tuple[DispatchSite, ...]) -> dict[tuple[str, str], list[DispatchSite]]:
+    """The shared sites by (entry, function): one group per function serving CPU and CUDA."""
+    groups: dict[tuple[str, str], list[DispatchSite]] = {}
+    for site in shared:
+        groups.setdefault((site.entry.name, site.line.kernel), []).append(site)
+    return groups
+
+
+def groups_joined(shared: tuple[DispatchSite, ...]) -> list[bool]:
+    """For each function serving CPU and CUDA, whether MPS is on one of its lines."""
+    return [any("MPS" in s.line.keys for s in sites) for sites in site_groups(shared).values()]
+
+
 def stub_candidates(op: str, shared: tuple[DispatchSite, ...]) -> list[str]:
     """Where to look for an op's stub, in order: <op>_stub, the shared kernel's stem, and without
     a `special_` prefix (special_laguerre_polynomial_l -> laguerre_polynomial_l_stub) or a private
@@ -668,6 +697,7 @@ class OpFacts:
     opinfos: tuple[tuple[str, tuple], ...]  # (file, OpInfoRefs)
     # what the CPU implementation gives for integer inputs (mpsgen.read.cpuread), read when first asked
     cpu_reader: Callable[[], CpuOutput] | None = field(default=None, compare=False, repr=False)
+    stub_how: str = ""  # how the stub was found, with its path:line ("" when not found)
 
     @property
     def cpu_output(self) -> CpuOutput:
@@ -687,12 +717,13 @@ class OpFacts:
     @property
     def mps_on_shared(self) -> bool:
         """At least one shared line names MPS."""
-        return any("MPS" in site.line.keys for site in self.shared)
+        return any(groups_joined(self.shared))
 
     @property
     def native(self) -> bool:
-        """Served on MPS through the stub only: MPS on every shared line, no separate MPS line."""
-        return bool(self.shared) and not self.legacy and all("MPS" in s.line.keys for s in self.shared)
+        """Served on MPS through the stub only: MPS on every shared function's line, no separate
+        MPS line."""
+        return bool(self.shared) and not self.legacy and all(groups_joined(self.shared))
 
     @property
     def legacy_kernels(self) -> frozenset[str]:
@@ -764,28 +795,147 @@ def _spellings(op: str) -> list[str]:
     return [s.split(".", 1)[0] if s.startswith("aten::") else s for s in out]
 
 
-def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], override: str | None = None):
-    """(stub or None, why not, names looked for). Order: `--stub`; `<op>_stub`, the shared kernel's
-    stem, the name without `special_`; else the one stub registered for MPS whose name starts with
-    the op's (`lerp` -> `lerp_kernel_tensor_weight` once new-op registered it)."""
+@dataclass(frozen=True)
+class SharedFunction:
+    """The function CPU (and CUDA) dispatch to, as the checkout's `aten/src/ATen/native/*.cpp`
+    define it: where, and the dispatch stubs (declared ones) and ATen ops its body calls, directly
+    or through the same file's helpers (`mpsgen.read.cpuread.Use`, each with its path:line)."""
+
+    name: str
+    location: Location
+    stubs: tuple[tuple[str, Location], ...]
+    ops: tuple[tuple[str, Location], ...]
+
+
+def shared_functions(views: Views, names) -> tuple[SharedFunction, ...]:
+    """Those of `names` (the functions of the op's CPU lines) the checkout's .cpp files define,
+    with what each calls; none when no .cpp defines one (a wheel ships none)."""
+    return tuple(f for name in names if (f := _shared_function(views, name)) is not None)
+
+
+def _shared_function(views: Views, name: str) -> SharedFunction | None:
+    pattern = re.compile(rf"\b{re.escape(name)}\b")
+    for rel in views.checkout.glob(NATIVE_DIR, "*.cpp"):
+        text = views.ws.read(rel)
+        if not pattern.search(text):
+            continue
+        cpu = views.view("cpu", rel, lambda t, rel=rel: read_cpu_file(t, rel))
+        if name not in cpu.uses:
+            continue
+        line = min((ln for _, ln in cpu.functions.get(name, ())), default=0)
+        if not line:
+            line = next((d.location.line for d in find_definitions(text, rel)
+                         if d.name == name and d.kind in ("function", "impl-func")), 1)
+        uses = cpu.uses_of(name)
+        stubs = tuple(dict.fromkeys((u.name, Location(rel, u.line)) for u in uses
+                                    if u.kind == "stub" and views.stub(u.name) is not None))
+        ops = tuple(dict.fromkeys((u.name, Location(rel, u.line)) for u in uses if u.kind == "op"))
+        return SharedFunction(name, Location(rel, line), stubs, ops)
+    return None
+
+
+def cpu_functions(entries) -> list[str]:
+    """The functions the op's CPU dispatch lines name (the shared one, or CPU's own)."""
+    return list(dict.fromkeys(line.kernel for e in entries for line in e.dispatch if "CPU" in line.keys))
+
+
+# words an op's name carries that its stub's does not: mse_loss -> mse_stub, _prelu_kernel -> prelu_stub
+_GENERIC_WORDS = frozenset({"loss", "kernel"})
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    """`mse_loss` -> (mse,); `GeluBackwardKernel` -> (gelu, backward); `smooth_l1_stub` -> (smooth, l1)."""
+    stem = name[: -len("_stub")] if name.endswith("_stub") else name
+    stem = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stem).lower()
+    return tuple(w for w in stem.split("_") if w and w not in _GENERIC_WORDS)
+
+
+_SCHEMA_TO_STUB = {"Scalar": ("const Scalar&",), "float": ("double", "const double"), "int": ("int64_t", "const int64_t"),
+                   "bool": ("bool",), "float?": ("std::optional<double>",), "Scalar?": ("const std::optional<Scalar>&",)}
+
+
+def signature_fits(stub: Stub, entry: YamlEntry) -> bool:
+    """Whether a stub's declared parameters take the entry's arguments: an iterator, then one
+    parameter per non-tensor argument besides `reduction` (the shared function reduces, or passes
+    the norm it makes of it first: mse_backward_stub's Scalar), a `str` taken as an enum made from
+    it (GeluType from `approximate`)."""
+    if stub.iterator_type is None or stub.returns != "void":
+        return False
+    args = [type_ for type_, name, kw in entry.arguments
+            if not type_.startswith("Tensor") and name != "reduction" and not (kw and "!" in type_)]
+    params = list(stub.params[1:])
+    reduces = any(name == "reduction" for _, name, _ in entry.arguments)
+    if reduces and len(params) == len(args) + 1 and params[0] in ("const Scalar&", "double"):
+        params = params[1:]  # a loss's backward takes the norm its shared function makes of `reduction`
+    if len(args) != len(params):
+        return False
+    for type_, param in zip(args, params):
+        if type_ == "str":
+            if any(c in param for c in "&*<") or param in ("double", "bool", "int64_t"):
+                return False
+        elif type_ in _SCHEMA_TO_STUB and param not in _SCHEMA_TO_STUB[type_]:
+            return False
+    return True
+
+
+def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], override: str | None = None, *,
+                 entries: tuple[YamlEntry, ...] = ()):
+    """(stub or None, why not, names looked for, how it was found). Order: `--stub`; the stub the
+    CPU function calls (its body in `aten/src/ATen/native/*.cpp`, through the same file's helpers:
+    `mse_loss_out` calls `mse_stub`; several is a refusal listing them); `<op>_stub`, the shared
+    kernel's stem, the name without `special_`; the one stub of the headers named like the op once
+    its generic words go (`mse_loss` -> `mse_stub`, `gelu` -> `GeluKernel`) whose declared
+    parameters take the op's arguments (`signature_fits`; several is a refusal listing them); else
+    the one stub registered for MPS whose name starts with the op's (`lerp` ->
+    `lerp_kernel_tensor_weight` once new-op registered it)."""
     if override:
         stub = views.stub(override)
-        return stub, ("" if stub else f"--stub {override}: no such DECLARE_DISPATCH in {NATIVE_DIR}/*.h"), (override,)
+        return (stub, ("" if stub else f"--stub {override}: no such DECLARE_DISPATCH in {NATIVE_DIR}/*.h"), (override,),
+                "--stub" if stub else "")
+    entries = entries or tuple(dict.fromkeys(site.entry for site in shared))
+    functions = shared_functions(views, cpu_functions(entries)) if entries else ()
+    called = [(f, name, where) for f in functions for name, where in f.stubs]
+    if called:
+        names = list(dict.fromkeys(name for _, name, _ in called))
+        if len(names) > 1:
+            calls = ", ".join(f"{name} ({where}, in {f.name})" for f, name, where in called)
+            return (None, f"the CPU functions of {op} call several dispatch stubs: {calls}; "
+                          f"which one serves {op} is not one mpsgen can tell", tuple(names), "")
+        f, name, where = called[0]
+        return views.stub(name), "", (name,), f"called by {f.name} at {where}"
     candidates = stub_candidates(op, shared) if shared else []
     for name in candidates:
         stub = views.stub(name)
         if stub is not None:
-            return stub, "", tuple(candidates)
+            return stub, "", tuple(candidates), f"named after the op, declared at {stub.location}"
+    carrier = shared[0].entry if shared else next((e for e in entries if e.dispatch), None)
+    if carrier is not None and views.checkout.glob(NATIVE_DIR, "*.h"):
+        words = name_words(op)
+        named = sorted((s for n, s in views.all_stubs().items() if name_words(n) == words and n not in candidates),
+                       key=lambda s: s.name)
+        fitting = [s for s in named if signature_fits(s, carrier)]
+        if len(fitting) == 1:
+            stub = fitting[0]
+            return (stub, "", tuple(candidates) + (stub.name,),
+                    f"the header's stub named like {op}, declared at {stub.location} as {stub.signature}, "
+                    f"which takes {carrier.name}'s arguments")
+        if len(fitting) > 1:
+            listed = ", ".join(f"{s.name} ({s.location})" for s in fitting)
+            return (None, f"several stubs declared in {NATIVE_DIR}/*.h are named like {op} and take its "
+                          f"arguments: {listed}", tuple(s.name for s in fitting), "")
     prefixes = (f"{op}_",) + ((f"{op[len('special_'):]}_",) if op.startswith("special_") else ())
     registered = sorted(n for n in views.registered_stub_names() if n.startswith(prefixes) and n not in candidates)
     declared = [stub for name in registered if (stub := views.stub(name)) is not None]
     if len(declared) == 1:
-        return declared[0], "", tuple(candidates) + (declared[0].name,)
+        return declared[0], "", tuple(candidates) + (declared[0].name,), f"registered for MPS at {declared[0].location}"
     looked = ", ".join(candidates) or "nothing (no shared dispatch line)"
-    why = f"no dispatch stub found for {op} (looked for {looked} in {NATIVE_DIR}/*.h)"
+    why = f"no dispatch stub found for {op} (looked for {looked} in {NATIVE_DIR}/*.h"
+    if functions:
+        why += f"; {', '.join(f'{f.name} ({f.location})' for f in functions)} call{'s' if len(functions) == 1 else ''} none"
+    why += ")"
     if len(declared) > 1:
         why += f"; several stubs named after it are registered for MPS: {', '.join(s.name for s in declared)}"
-    return None, why, tuple(candidates)
+    return None, why, tuple(candidates), ""
 
 
 def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[str, ...] = ()) -> OpFacts:
@@ -796,9 +946,9 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
     if not entries:
         raise unknown_op(nf, op)
     entries = filter_overloads(entries, overloads)
-    shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
+    shared = shared_sites(entries)
     legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
-    found, problem, looked = resolve_stub(views, op, shared, stub)
+    found, problem, looked, how = resolve_stub(views, op, shared, stub, entries=entries)
     registrations: tuple[Registration, ...] = ()
     host = None
     functor = functor_name_of_stub(found.name) if found is not None else op
@@ -837,6 +987,7 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
         stub=found,
         stub_problem=problem,
         stub_looked_for=looked,
+        stub_how=how,
         registrations=registrations,
         host=host,
         functor=functor,
@@ -882,8 +1033,8 @@ def all_native_ops(views: Views) -> tuple[str, ...]:
     found = []
     for op in nf.op_names:
         entries = nf.op_entries(op)
-        shared = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_shared_line(line))
-        if not any("MPS" in site.line.keys for site in shared):
+        shared = shared_sites(entries)
+        if not any(groups_joined(shared)):
             continue
         if any(is_legacy_line(line) for e in entries for line in e.dispatch):
             continue

@@ -18,7 +18,7 @@ the files naming one of the op's definitions are parsed."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
@@ -37,6 +37,11 @@ _BUILDER = re.compile(
 )
 _META_HEAD = re.compile(r"\bTORCH_META_FUNC(2?)\s*\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>)?\s*\(")
+# a dispatch stub called for a device: `mse_stub(iter.device_type(), iter)`, `GeluKernel(kCPU, *this, ...)`
+_STUB_CALL = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\s*\(\s*(?:[\w.>-]*?\bdevice_type\s*\(\s*\)|(?:c10::|at::)?"
+                        r"(?:DeviceType::|kCPU|kCUDA|kMPS|kXPU)\w*)")
+# an ATen op called through the at:: namespace: `at::mean_out(`, `at::clamp_min(`
+_OP_CALL = re.compile(r"\bat::(?:native::)?([a-z_]\w*)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -50,14 +55,39 @@ class CpuOutput:
 
 
 @dataclass(frozen=True)
+class Use:
+    """What a function body calls that another kernel serves: a dispatch stub called for a device
+    (`kind` "stub") or an ATen op called as `at::name(` ("op"), at its line."""
+
+    kind: str
+    name: str
+    line: int
+
+
+@dataclass(frozen=True)
 class CpuFile:
     """One .cpp file's meta functions ((name, overload) -> (kind, line)) and functions
     (name -> [(kind, line)], `kind` as read from the body alone, "" when it builds no iterator;
-    `calls`: the functions of the file each one calls)."""
+    `calls`: the functions of the file each one calls; `uses`: name -> the stubs and ops its body
+    calls (`Use`), `TORCH_IMPL_FUNC` bodies included)."""
 
     metas: dict
     functions: dict
     calls: dict
+    uses: dict = field(default_factory=dict)
+
+    def uses_of(self, name: str) -> tuple[Use, ...]:
+        """The stubs and ops `name` calls, directly or through the functions of this file it calls
+        (each helper once)."""
+        seen, out, todo = set(), [], [name]
+        while todo:
+            current = todo.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            out.extend(self.uses.get(current, ()))
+            todo.extend(sorted(h for h in self.calls.get(current, ()) if h in self.functions or h in self.uses))
+        return tuple(out)
 
 
 def body_kind(masked_body: str) -> str:
@@ -81,9 +111,20 @@ def read_cpu_file(text: str, path: str) -> CpuFile:
     metas: dict = {}
     functions: dict = {}
     calls: dict = {}
+    uses: dict = {}
     for d in definitions:
         code = masked[d.code_start:d.code_end]
         line = index.line_of(d.code_start)
+        if d.kind in ("function", "impl-func"):
+            brace = code.find("{")
+            if brace >= 0 and not _META_HEAD.match(code.lstrip()):
+                found = [Use("stub", m.group(1), index.line_of(d.code_start + m.start(1)))
+                         for m in _STUB_CALL.finditer(code, brace)]
+                found += [Use("op", m.group(1), index.line_of(d.code_start + m.start(1)))
+                          for m in _OP_CALL.finditer(code, brace)]
+                found.sort(key=lambda u: u.line)
+                uses.setdefault(d.name, []).extend(found)
+                calls.setdefault(d.name, set()).update(m.group(1) for m in _CALL.finditer(code[brace:]))
         if d.kind == "macro":
             head = _META_HEAD.search(code)
             params = re.match(r"\s*#\s*define\s+\w+\s*\(([^)]*)\)", code)
@@ -100,7 +141,8 @@ def read_cpu_file(text: str, path: str) -> CpuFile:
             body = code[brace:] if brace >= 0 else ""
             functions.setdefault(d.name, []).append((body_kind(body), line))
             calls.setdefault(d.name, set()).update(m.group(1) for m in _CALL.finditer(body))
-    return CpuFile(metas, functions, {k: frozenset(v) for k, v in calls.items()})
+    return CpuFile(metas, functions, {k: frozenset(v) for k, v in calls.items()},
+                   {k: tuple(v) for k, v in uses.items()})
 
 
 def function_kind(cpu: CpuFile, name: str) -> str:
