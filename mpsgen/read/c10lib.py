@@ -45,3 +45,35 @@ def checkout_functions(ws: Texts, disk_cache: bool = False) -> frozenset[str]:
         return frozenset(cached_index(ws.checkout.root, C10_METAL_DIR, every, "c10-functions",
                                       lambda: sorted(declared_functions(texts))))
     return declared_functions(texts)
+
+
+def function_sites(ws: Texts) -> dict[str, tuple[str, int, int]]:
+    """name -> (header, line, parameter count) of each `c10::metal` function the checkout's
+    `c10/metal/*.h` define (the first definition of a name; parameters counted at top level)."""
+    root = ws.checkout.root / C10_METAL_DIR
+    if not root.is_dir():
+        return {}
+    sites: dict[str, tuple[str, int, int]] = {}
+    for name in sorted(p.name for p in root.glob("*.h")):
+        rel = f"{C10_METAL_DIR}/{name}"
+        for function, line, count in _sites_in(ws.read(rel)):
+            sites.setdefault(function, (rel, line, count))
+    return sites
+
+
+@functools.lru_cache(maxsize=64)
+def _sites_in(text: str) -> tuple[tuple[str, int, int], ...]:
+    masked = mask_code(text)
+    out = []
+    for m in _FUNCTION.finditer(masked):
+        depth, pos, commas, empty = 1, m.end(), 0, True
+        while pos < len(masked) and depth:
+            ch = masked[pos]
+            depth += (ch in "(<[") - (ch in ")>]")
+            if ch == "," and depth == 1:
+                commas += 1
+            elif depth and not ch.isspace():
+                empty = False
+            pos += 1
+        out.append((m.group(1), masked.count("\n", 0, m.start(1)) + 1, 0 if empty else commas + 1))
+    return tuple(out)
