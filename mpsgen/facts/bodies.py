@@ -24,6 +24,7 @@ the next source is asked; with no offer left, the placeholder is written with ev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -43,6 +44,7 @@ except ImportError:  # pragma: no cover - depends on which modules the build has
     _graph_body = None
 
 CPU_DIR = "aten/src/ATen/native/cpu"
+NATIVE_HEADERS = "aten/src/ATen/native"
 BODY_CHOICES = ("auto", "catalog", "c10", "cpu", "graph")
 OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
 SPECIAL_PREFIX = "special_"
@@ -227,6 +229,27 @@ def _kernels(views: Views, rel: str) -> CpuKernels:
     return views.view("cpu-kernels", rel, lambda text: read_cpu_kernels(text, rel))
 
 
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
+INCLUDE_ROOTS = ("aten/src", "")
+
+
+def _included_headers(views: Views, includes: tuple[str, ...]) -> list[str]:
+    """The headers a file includes that the checkout has, and theirs in turn (breadth first, each
+    once): where the helpers a lambda calls are defined (Math.h reaches airy_ai.cpp that way)."""
+    seen: list[str] = []
+    queue = list(includes)
+    while queue:
+        name = queue.pop(0)
+        for base in INCLUDE_ROOTS:
+            rel = f"{base}/{name}" if base else name
+            if rel in seen or not views.ws.exists(rel):
+                continue
+            seen.append(rel)
+            queue += _INCLUDE.findall(views.ws.read(rel))
+            break
+    return seen
+
+
 def _covers(lam: ScalarLambda) -> set[str]:
     if lam.dispatch is None:
         types = {p.strip() for p, _ in lam.params}
@@ -273,12 +296,18 @@ def _groups(request: BodyRequest, lam: ScalarLambda) -> tuple[str, ...]:
 
 def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarLambda) -> BodyOffer | NoBody:
     views = request.views
-    headers = [f"aten/src/{inc}" for inc in kernels.includes if views.ws.exists(f"aten/src/{inc}")]
+    # the headers it includes (transitively) the checkout has, then ATen/native's other headers: a
+    # partial checkout (a wheel's headers) lacks some links of the chain the build follows
+    # (upstream's kernels reach Math.h through ATen/cpu/vec)
+    headers = _included_headers(views, kernels.includes)
+    headers += [h for h in views.checkout.glob(NATIVE_HEADERS, "*.h") if h not in headers]
 
     def definitions(name: str):
         if name in kernels.functions:
             return rel, kernels, kernels.functions[name]
         for header in headers:
+            if name not in views.ws.read(header):
+                continue  # parse only the headers naming it
             found = _kernels(views, header)
             if name in found.functions:
                 return header, found, found.functions[name]

@@ -68,6 +68,7 @@ REFUSED: dict[str, str] = {
     "std::tie": "tuples have no translation",
 }
 _NAMESPACES = ("std", "c10", "at")
+HELPER_SUFFIX = "_cpu"
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 
 
@@ -101,6 +102,12 @@ class _Spelling:
     needs: list[str] = field(default_factory=list)
     renames: dict = field(default_factory=dict)  # (start, end) of a parameter -> the operand it becomes
 
+    def helper_name(self, name: str) -> str:
+        """A helper brought along keeps its name unless the checkout's c10::metal has one of the same
+        name (a kernel file's `using namespace c10::metal;` would make the call ambiguous): then
+        `<name>_cpu`, at its definition and every call."""
+        return f"{name}{HELPER_SUFFIX}" if name in self.c10_functions else name
+
     def spell(self, pattern: str, *args: str, t: str = "") -> str:
         if pattern.startswith("{c}"):
             name = re.match(r"\{c\}(\w+)", pattern).group(1)
@@ -126,6 +133,15 @@ def _emit(source: Source, node: Syntax, s: _Spelling) -> str:
         raise Untranslatable(f"cannot read {source.text_of(node)[:40]!r}", source.line_of(node))
     if kind == "call_expression":
         return _call(source, node, s)
+    if kind == "function_declarator":
+        name = node.child("declarator")
+        if name is not None and name.kind == "identifier":
+            return _children_renaming(source, node, s, name)
+    if kind == "dependent_type":
+        # `typename std::enable_if_t<...>`: with the file's `using namespace metal;` the name is
+        # unqualified, where `typename` may not stand
+        text = _children(source, node, s)
+        return re.sub(r"^typename\s+", "", text) if "::" not in text.split("<")[0] else text
     if kind == "qualified_identifier":
         return _qualified(source, node, s, call=False)
     if kind in ("type_identifier", "primitive_type") and source.text_of(node) in TYPES:
@@ -156,6 +172,17 @@ def _children(source: Source, node: Syntax, s: _Spelling, skip=lambda c: False) 
     return "".join(out)
 
 
+def _children_renaming(source: Source, node: Syntax, s: _Spelling, name: Syntax) -> str:
+    """A function declarator with its name as the helper is called (see `_Spelling.helper_name`)."""
+    out, pos = [], node.start
+    for child in node.children:
+        out.append(source.text[pos:child.start])
+        out.append(s.helper_name(source.text_of(child)) if child is name else _emit(source, child, s))
+        pos = child.end
+    out.append(source.text[pos:node.end])
+    return "".join(out)
+
+
 def _arguments(source: Source, node: Syntax, s: _Spelling) -> list[str]:
     args = node.child("arguments")
     return [_emit(source, a, s).strip() for a in args.children if a.kind not in ("(", ")", ",", "comment")]
@@ -172,11 +199,12 @@ def _call(source: Source, node: Syntax, s: _Spelling) -> str:
         if key in FUNCTIONS:
             pattern = FUNCTIONS[key]
             try:
-                if "{0}" in pattern:
-                    return s.spell(pattern, *_arguments(source, node, s))
-                return s.spell(pattern) + _emit(source, node.child("arguments"), s)
+                spelled = s.spell(pattern, *(["{0}", "{1}", "{2}"] if "{0}" in pattern else []))
             except Untranslatable as exc:
                 raise Untranslatable(f"{key}: {exc.reason}", line) from None
+            if "{0}" in pattern:
+                return s.spell(pattern, *_arguments(source, node, s))
+            return spelled + _emit(source, node.child("arguments"), s)
         return _qualified(source, callee, s, call=True) + _emit(source, node.child("arguments"), s)
     if callee.kind == "identifier":
         if name in s.locals or name in ("scalar_t", "T", "self_t") or name in TYPES:
@@ -186,7 +214,7 @@ def _call(source: Source, node: Syntax, s: _Spelling) -> str:
         if s.known(name):
             if name not in s.needs:
                 s.needs.append(name)
-            return _children(source, node, s)
+            return s.helper_name(name) + _emit(source, node.child("arguments"), s)
         raise Untranslatable(f"calls {name}, defined neither in this file nor in a header the checkout has", line)
     if callee.kind == "template_function" and key in ("static_cast", "reinterpret_cast") or key == "static_cast":
         return _children(source, node, s)

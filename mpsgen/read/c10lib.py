@@ -17,7 +17,9 @@ from mpsgen.read.cpp import mask_code
 
 C10_METAL_DIR = "c10/metal"
 # `inline <type> name(` (after any `template <...>`): a function defined at namespace scope
-_FUNCTION = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:constexpr[ \t]+)?inline[ \t]+[\w:<>, ]+?[ \t&*]+(\w+)[ \t]*\(", re.M)
+_FUNCTION = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:constexpr[ \t]+)?inline[ \t]+[\w:<>, ]+?[ \t&*]+(\w+)[ \t]*\("
+                       # or a template's definition without `inline` (special_math.h's `float erfc(T x) {`)
+                       r"|^template[ \t]*<[^;{}()]*>[ \t]*\n(?:inline[ \t]+)?[\w:<>, ]+?[ \t&*]+(\w+)[ \t]*\(", re.M)
 
 
 def declared_functions(texts) -> frozenset[str]:
@@ -28,7 +30,7 @@ def declared_functions(texts) -> frozenset[str]:
 @functools.lru_cache(maxsize=64)
 def _defined_in(text: str) -> frozenset[str]:
     # one header text is read once per process (scan plans many candidates against the same headers)
-    return frozenset(m.group(1) for m in _FUNCTION.finditer(mask_code(text)))
+    return frozenset(m.group(1) or m.group(2) for m in _FUNCTION.finditer(mask_code(text)))
 
 
 def checkout_functions(ws: Texts, disk_cache: bool = False) -> frozenset[str]:
@@ -42,7 +44,7 @@ def checkout_functions(ws: Texts, disk_cache: bool = False) -> frozenset[str]:
     texts = [ws.read(rel) for rel in rels]
     if disk_cache and all(text is ws.checkout.read(rel) for rel, text in zip(rels, texts)):
         every = "".join(f"{rel}\0{len(text)}\0{text}" for rel, text in zip(rels, texts))
-        return frozenset(cached_index(ws.checkout.root, C10_METAL_DIR, every, "c10-functions",
+        return frozenset(cached_index(ws.checkout.root, C10_METAL_DIR, every, "c10-functions-v2",
                                       lambda: sorted(declared_functions(texts))))
     return declared_functions(texts)
 
@@ -75,5 +77,6 @@ def _sites_in(text: str) -> tuple[tuple[str, int, int], ...]:
             elif depth and not ch.isspace():
                 empty = False
             pos += 1
-        out.append((m.group(1), masked.count("\n", 0, m.start(1)) + 1, 0 if empty else commas + 1))
+        group = 1 if m.group(1) else 2
+        out.append((m.group(group), masked.count("\n", 0, m.start(group)) + 1, 0 if empty else commas + 1))
     return tuple(out)

@@ -73,7 +73,7 @@ _LEAF_KINDS = frozenset({"identifier", "type_identifier", "field_identifier", "n
 
 @dataclass(frozen=True)
 class Source:
-    """A parsed text: `root`, and the text its offsets index."""
+    """A parsed text: `root`, and the text its offsets index (attribute macros blanked)."""
 
     text: str
     root: Syntax
@@ -117,7 +117,7 @@ def parse(text: str) -> Source:
         kind = "MISSING" if node.is_missing else node.type
         return Syntax(kind, offset(node.start_byte), offset(node.end_byte), field, tuple(children))
 
-    return Source(text, convert(tree.root_node, ""))
+    return Source(blanked, convert(tree.root_node, ""))
 
 
 # ------------------------------------------------------------------------------------ kernel files
