@@ -144,8 +144,9 @@ def _emit(source: Source, node: Syntax, s: _Spelling) -> str:
         return re.sub(r"^typename\s+", "", text) if "::" not in text.split("<")[0] else text
     if kind == "qualified_identifier":
         return _qualified(source, node, s, call=False)
-    if kind in ("type_identifier", "primitive_type") and source.text_of(node) in TYPES:
-        return TYPES[source.text_of(node)]
+    if kind in ("type_identifier", "primitive_type", "sized_type_specifier") and \
+            " ".join(source.text_of(node).split()) in TYPES:
+        return TYPES[" ".join(source.text_of(node).split())]
     if kind == "declaration" and any(c.kind == "storage_class_specifier" and source.text_of(c) == "static"
                                      for c in node.children):
         # a function's `static const T A[] = {...}` table: Metal takes it as constexpr
