@@ -16,6 +16,9 @@ from mpsgen.read.checkout import Texts
 from mpsgen.read.cpp import mask_code
 
 C10_METAL_DIR = "c10/metal"
+# the user-cache index's name: v2 since templates defined without `inline` count (an index kept by
+# the earlier reader would lack them while the headers hash the same)
+C10_INDEX = "c10-functions-v2"
 # `inline <type> name(` (after any `template <...>`): a function defined at namespace scope
 _FUNCTION = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:constexpr[ \t]+)?inline[ \t]+[\w:<>, ]+?[ \t&*]+(\w+)[ \t]*\("
                        # or a template's definition without `inline` (special_math.h's `float erfc(T x) {`)
@@ -44,7 +47,7 @@ def checkout_functions(ws: Texts, disk_cache: bool = False) -> frozenset[str]:
     texts = [ws.read(rel) for rel in rels]
     if disk_cache and all(text is ws.checkout.read(rel) for rel, text in zip(rels, texts)):
         every = "".join(f"{rel}\0{len(text)}\0{text}" for rel, text in zip(rels, texts))
-        return frozenset(cached_index(ws.checkout.root, C10_METAL_DIR, every, "c10-functions-v2",
+        return frozenset(cached_index(ws.checkout.root, C10_METAL_DIR, every, C10_INDEX,
                                       lambda: sorted(declared_functions(texts))))
     return declared_functions(texts)
 
