@@ -57,6 +57,7 @@ from mpsgen.edit.params import params_candidate
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.bodyoffer import NoBody
 from mpsgen.facts.catalog import load_catalog, lookup
 from mpsgen.facts.params import is_params_stub
 from mpsgen.facts.reduction import REDUCTION_FAMILY
@@ -368,8 +369,8 @@ def derived_body(views: Views, op: str, mode: str) -> tuple[str | None, str]:
     chosen = resolution.chosen
     if chosen is not None and chosen.source in ("c10", "cpu", "graph"):
         return f"{chosen.describe} ({chosen.location})", ""
-    lacked = "".join(f"; {a.source}: {a.reason}" for a in resolution.answers if a.source not in ("catalog", "expr")
-                     and not hasattr(a, "expr"))
+    lacked = "".join(f"; {a.source}: {a.reason}" for a in resolution.answers
+                     if a.source not in ("catalog", "expr") and isinstance(a, NoBody))
     return None, lacked
 
 

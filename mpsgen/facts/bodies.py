@@ -251,19 +251,15 @@ def _included_headers(views: Views, includes: tuple[str, ...]) -> list[str]:
 
 
 def _covers(lam: ScalarLambda) -> set[str]:
-    if lam.dispatch is None:
+    """The dtype kinds the lambda's AT_DISPATCH list serves: its base list (the longest name of
+    `DISPATCH_BASES` the macro starts with, before `_AND...`) and the extra types it names."""
+    if lam.dispatch is None:  # a branch of its own for one type: `[](bool x) -> bool`
         types = {p.strip() for p, _ in lam.params}
         return {"bool"} if types == {"bool"} else set()
     base = lam.dispatch.expands_to[len("AT_DISPATCH_"):]
-    for suffix in ("_AND_HALF",):
-        if base.endswith(suffix) and base not in DISPATCH_BASES:
-            base = base[: -len(suffix)]
-    head = base.split("_AND")[0] if base not in DISPATCH_BASES else base
-    for key in sorted(DISPATCH_BASES, key=len, reverse=True):
-        if base == key or base.startswith(key + "_AND"):
-            head = key
-            break
-    covered = set(DISPATCH_BASES.get(head, set()))
+    head = next((key for key in sorted(DISPATCH_BASES, key=len, reverse=True)
+                 if base == key or base.startswith(key + "_AND")), None)
+    covered = set(DISPATCH_BASES.get(head, ()))
     covered |= {DISPATCH_EXTRAS[e.split("::")[-1]] for e in lam.dispatch.extra if e.split("::")[-1] in DISPATCH_EXTRAS}
     return covered
 
