@@ -185,3 +185,10 @@ def test_without_torch_or_a_compiler_the_plan_says_not_checked(tmp_path, monkeyp
     plan = _plan(copy_checkout(tmp_path), "new-op", "copysign", body="cpu")
     assert "copysign: body from copysign's CPU kernel not checked: torch is not importable (pip install torch==2.13.0)" \
         in [n.message for n in plan.notes]
+
+
+def test_body_is_refused_where_the_sources_do_not_apply(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "migrate", "softplus", "--body", "cpu", "--dry-run"])
+    assert result.exit_code == 2
+    assert "--body cpu: softplus is a params kernel (several scalars)" in result.stderr
