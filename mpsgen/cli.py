@@ -167,10 +167,16 @@ def main(ctx, checkout_dir, debug):
     ctx.obj = _State(checkout_dir, debug)
 
 
+# `--body`'s choices: mpsgen.facts.bodies.BODY_CHOICES (written out: `--help` loads no facts module)
+BODY_CHOICES = ("auto", "catalog", "c10", "cpu", "graph")
+
+
 def _kernel_options(func):
     options = [
         click.option("--expr", default=None, metavar="EXPR",
                      help="Functor body as one Metal expression over x (unary); a, b (binary); a, b, c (ternary); alpha when the stub takes a Scalar; the schema's parameter names (beta, threshold, ...) when it takes several."),
+        click.option("--body", "body", type=click.Choice(BODY_CHOICES), default="auto", show_default=True,
+                     help="Where the functor body comes from: auto (the first source that has one: the catalog, a c10::metal function, the CPU kernel's scalar code, the legacy MPSGraph graph), or that source only (exit 2 when it has none)."),
         click.option("--identity", default=None, metavar="EXPR",
                      help="(A reduction the catalog lacks) the op struct's identity: one Metal expression, in acc_t."),
         click.option("--combine", default=None, metavar="EXPR",
@@ -200,7 +206,7 @@ def _kernel_options(func):
 
 
 def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined=False, legacy_files=(),
-             reduction=(None, None, None, None)):
+             reduction=(None, None, None, None), body="auto"):
     from mpsgen.dtypes import parse_groups
     from mpsgen.facts.resolve import Options
 
@@ -218,6 +224,7 @@ def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefin
         host_file=host_file,
         drop_undefined=drop_undefined,
         legacy_files=tuple(legacy_files),
+        body=body,
     )
 
 
@@ -229,7 +236,7 @@ def _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefin
 @click.argument("op", shell_complete=_complete_ops)
 @_kernel_options
 @click.pass_obj
-def new_op(state, op, expr, identity, combine, finalize, acc, dtypes, stub, overloads, kernel_file, host_file,
+def new_op(state, op, expr, body, identity, combine, finalize, acc, dtypes, stub, overloads, kernel_file, host_file,
            drop_undefined, dry_run, as_json, fmt, require_clean):
     """Give OP (CPU/CUDA kernels through a shared stub) a native Metal MPS kernel."""
 
@@ -240,7 +247,7 @@ def new_op(state, op, expr, identity, combine, finalize, acc, dtypes, stub, over
         checkout = state.checkout()
         with _writing(checkout, dry_run):
             plan = plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined,
-                                                      reduction=(identity, combine, finalize, acc)))
+                                                      reduction=(identity, combine, finalize, acc), body=body))
             return _finish(plan, "new-op", dry_run, as_json, fmt, require_clean)
 
     sys.exit(run_guarded(state, run, as_json))
@@ -256,7 +263,7 @@ def new_op(state, op, expr, identity, combine, finalize, acc, dtypes, stub, over
 @click.option("--legacy-file", "legacy_files", multiple=True, metavar="PATH",
               help="A file defining the legacy MPS kernels, besides mps/operations/*.mm (relative to the checkout, or absolute inside it). Repeatable.")
 @click.pass_obj
-def migrate(state, ops, expr, identity, combine, finalize, acc, dtypes, stub, overloads, kernel_file, host_file,
+def migrate(state, ops, expr, body, identity, combine, finalize, acc, dtypes, stub, overloads, kernel_file, host_file,
             drop_undefined, dry_run, as_json, fmt, require_clean, legacy_files):
     """Move OPS from MPSGraph onto native Metal kernels (several ops: one transaction)."""
 
@@ -274,7 +281,7 @@ def migrate(state, ops, expr, identity, combine, finalize, acc, dtypes, stub, ov
             legacy = _legacy_files(checkout, legacy_files)
             plan = plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file,
                                                                drop_undefined, legacy,
-                                                               (identity, combine, finalize, acc)))
+                                                               (identity, combine, finalize, acc), body))
             return _finish(plan, "migrate", dry_run, as_json, fmt, require_clean)
 
     sys.exit(run_guarded(state, run, as_json))

@@ -12,13 +12,13 @@ from support import FIXTURE_CHECKOUT, run_cli
 
 
 @pytest.mark.parametrize("args, line", [
-    (["migrate", "--bogus"], "mpsgen: error: No such option '--bogus' (see `mpsgen migrate --help`)"),
+    (["migrate", "--bogus"], "mpsgen: error: No such option '--bogus'. Did you mean '--body'? (see `mpsgen migrate --help`)"),
     (["migrate"], "mpsgen: error: Missing argument 'OPS...' (see `mpsgen migrate --help`)"),
     (["nosuch"], "mpsgen: error: No such command 'nosuch' (see `mpsgen --help`)"),
     (["verify", "--format", "x"], "mpsgen: error: Invalid value for '--format': 'x' is not one of 'auto', 'rich', "
                                   "'plain', 'github' (see `mpsgen verify --help`)"),
     (["-C"], "mpsgen: error: Option '-C' requires an argument (see `mpsgen --help`)"),
-    (["migrate", "--dry"], "mpsgen: error: No such option '--dry'. (Did you mean one of: '--dry-run', '--dtypes'?) "
+    (["migrate", "--dry"], "mpsgen: error: No such option '--dry'. (Did you mean one of: '--body', '--dry-run', '--dtypes'?) "
                            "(see `mpsgen migrate --help`)"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(args, line):

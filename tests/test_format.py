@@ -371,7 +371,10 @@ def test_expr_and_placeholder_functors_are_clean_in_both_spellings(source, arity
 
     executable, style = pytorch_clang_format()
     expr = " + ".join(operands_for(arity, alpha)) if source == "expr" else None
-    body = find_body(op="my_op", name="my_op", arity=arity, alpha=alpha, expr=expr, dtypes=groups)
+    from mpsgen.facts.bodies import BodyResolution
+
+    body = find_body(BodyResolution(None, ()), op="my_op", name="my_op", arity=arity, alpha=alpha, expr=expr,
+                     dtypes=groups)
     choice = render_functor(Templates(), body, name="my_op", arity=arity, alpha=alpha, expr=expr, groups=groups,
                             namespaces=NamespacePrefixes(*SPELLINGS[spelling]))
     assert choice.source == source

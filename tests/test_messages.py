@@ -23,7 +23,9 @@ def test_placeholder_todo_names_the_error_line_and_nothing_names_pcpps_include_r
     assert result.exit_code == 0
     lines = (root / BINARY_METAL).read_text().splitlines()
     error_line = next(n for n, line in enumerate(lines, 1) if line.startswith("#error"))
-    assert "#error" in lines[error_line - 4]  # the comment above names it too: not the line to report
+    struct = next(n for n, line in enumerate(lines, 1) if line.startswith("struct laguerre_polynomial_l_functor"))
+    # the comment above names it too (before each body source's answer): not the line to report
+    assert "#error" in lines[struct] and struct + 1 < error_line
     assert (f"todo: {BINARY_METAL}:{error_line}: fill in the body of laguerre_polynomial_l_functor "
             "(the #error stops the build there until you do)") in result.stdout.splitlines()
     verify = run_cli(["-C", str(root), "verify", "special_laguerre_polynomial_l", "--static-only", "--format", "plain"])

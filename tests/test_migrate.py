@@ -166,7 +166,11 @@ def test_catalog_body_renders_the_complex_overload_only_when_complex_is_register
     from mpsgen.edit.functor import find_body, render_functor
     from mpsgen.edit.templates import Templates
 
-    body = find_body(op="asinh", name="asinh", arity=1, alpha=False, expr=None, dtypes=None)
+    from mpsgen.facts.bodies import BodyResolution, catalog_offer
+
+    offer = catalog_offer("asinh", "asinh", False)
+    body = find_body(BodyResolution(offer, (offer,)), op="asinh", name="asinh", arity=1, alpha=False, expr=None,
+                     dtypes=None)
     without = render_functor(Templates(), body, name="asinh", arity=1, alpha=False, expr=None, groups=("float", "int2float"))
     with_complex = render_functor(Templates(), body, name="asinh", arity=1, alpha=False, expr=None,
                                   groups=("float", "int2float", "complex"))

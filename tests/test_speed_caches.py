@@ -382,7 +382,7 @@ def test_c10_functions_are_kept_until_a_header_changes(tmp_path, monkeypatch):
         return checkout_functions(ws, disk_cache=True), checkout_functions(ws)
 
     cached, fresh = both()
-    assert cache_file(root, "c10-functions", "c10/metal").is_file() and cached == fresh and fresh
+    assert cache_file(root, "c10-functions-v2", "c10/metal").is_file() and cached == fresh and fresh
     assert both()[0] == fresh
     text = header.read_text(encoding="utf-8")
     header.write_text(text + "\ninline float zzz_added(float x) {\n  return x;\n}\n", encoding="utf-8")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from mpsgen.commands.bodycheck import check_body
 from mpsgen.commands.confirm import resolve_checked
 from mpsgen.edit.pipeline import MIGRATE_STEPS, check_single_registration, plan_op
 from mpsgen.edit.templates import Templates
@@ -14,12 +17,29 @@ from mpsgen.read.checkout import Checkout
 
 def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options) -> Plan:
     """Plan every op in one Workspace: the second op sees the first one's edits, and an error in
-    any op means nothing is written at all."""
-    ws = Workspace(checkout)
-    views = Views(ws, disk_cache=True)
-    templates = Templates(checkout.root)
-    for op in dict.fromkeys(ops):
-        spec = resolve_checked(views, op, options, mode="migrate")
-        plan_op(views, templates, spec, options, MIGRATE_STEPS)
-        check_single_registration(views, spec)
-    return ws.plan(tuple(dict.fromkeys(ops)))
+    any op means nothing is written at all. A derived body is run by `try` first
+    (`commands.bodycheck`); one that fails is planned again without that source."""
+    ops = tuple(dict.fromkeys(ops))
+    per_op = {op: options for op in ops}
+    notes = []
+    while True:
+        ws = Workspace(checkout)
+        views = Views(ws, disk_cache=True)
+        templates = Templates(checkout.root)
+        kernels = {}
+        for op in ops:
+            spec = resolve_checked(views, op, per_op[op], mode="migrate")
+            kernels[op] = plan_op(views, templates, spec, per_op[op], MIGRATE_STEPS)
+            check_single_registration(views, spec)
+        plan = ws.plan(ops)
+        failed = False
+        for op in ops:
+            check = check_body(checkout, plan, op, kernels[op])
+            if check is None:
+                continue
+            notes.append(check.note)
+            if check.passed is False:
+                failed = True
+                per_op[op] = replace(per_op[op], rejected=per_op[op].rejected + ((kernels[op].source, check.why),))
+        if not failed:
+            return replace(plan, notes=plan.notes + tuple(dict.fromkeys(notes)))

@@ -31,8 +31,10 @@ has count by the same rule on the key itself. OpInfos are found by a text scan o
 Candidates for `migrate`, easiest first (within a tier: the smallest legacy implementation first, kernels
 whose definition was not found last):
 - `ready`: a shared `CPU, CUDA: ...` line, a stub with a supported signature and a catalog body;
-- `expr`: the same without a catalog body (or a Scalar alpha, where the catalog does not apply):
-  `migrate OP --expr ...`;
+  or a body another source gives (`mpsgen.facts.bodies`: a c10::metal function, the CPU kernel's
+  scalar code, the MPSGraph graph; the reason names it with its path:line);
+- `expr`: the same without a body from any source (or a Scalar alpha, where the catalog does not
+  apply), the reason saying what each source lacked: `migrate OP --expr ...`;
 - `reduce`: a reduction (its stub declared in the reduction family's header, `ReduceOps.h`) that
   `migrate OP` completes: a reduction catalog body, the kernel file's registration macro and
   launcher read (`mpsgen.facts.reduction`), confirmed by planning the migration in memory;
@@ -50,14 +52,16 @@ from collections import Counter
 from dataclasses import dataclass
 
 from mpsgen.commands.confirm import migrate_refusal
+from mpsgen.edit.pipeline import body_resolution
 from mpsgen.edit.params import params_candidate
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.bodyoffer import NoBody
 from mpsgen.facts.catalog import load_catalog, lookup
 from mpsgen.facts.params import checkout_enums, is_params_stub
 from mpsgen.facts.reduction import REDUCTION_FAMILY
-from mpsgen.facts.resolve import composite_of, generation_problem
+from mpsgen.facts.resolve import Options, composite_of, generation_problem, resolve_op
 from mpsgen.facts.rules import MPSGRAPH
 from mpsgen.facts.views import (
     DispatchSite,
@@ -230,8 +234,12 @@ def new_op_candidates(checkout: Checkout) -> tuple[NewOpCandidate, ...]:
             found.append(NewOpCandidate(op, "ready", stub.name, stub.signature, where,
                                         f"catalog body ({', '.join(entry.supports)})", arity))
         elif refusal is None or "--expr" in str(refusal):
-            found.append(NewOpCandidate(op, "expr", stub.name, stub.signature, where, "no catalog body: pass --expr",
-                                        arity))
+            derived, lacked = derived_body(views, op, "new-op") if refusal is None else (None, "")
+            if derived is not None:
+                found.append(NewOpCandidate(op, "ready", stub.name, stub.signature, where, f"body from {derived}", arity))
+            else:
+                found.append(NewOpCandidate(op, "expr", stub.name, stub.signature, where,
+                                            f"no catalog body{lacked}: pass --expr", arity))
     return tuple(sorted(found, key=lambda c: (TIERS.index(c.tier), c.op)))
 
 
@@ -340,13 +348,37 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
         if refusal is not None:
             return Candidate("port", f"migrate refuses: {refusal}")
         return Candidate("ready", f"supported stub signature, catalog body ({', '.join(entry.supports)}){graph}")
+    derived, lacked = derived_body(views, op, "migrate")
+    if derived is not None:
+        refusal = migrate_refusal(views.checkout, op, views, _templates(views))
+        if refusal is not None:  # the body is there, but not for every dtype the tests expect
+            return Candidate("expr", f"supported stub signature, body from {derived}, but migrate refuses it: "
+                                     f"{refusal}: pass --expr{graph}")
+        return Candidate("ready", f"supported stub signature, body from {derived}{graph}")
     if entry is not None and alpha:
         why = "the stub takes a Scalar alpha, which the catalog body does not"
     elif entry is not None:
         why = f"the catalog body is {entry.arity}-ary, the op has {arity} tensor inputs"
     else:
         why = "no catalog body"
-    return Candidate("expr", f"supported stub signature, {why}: pass --expr{graph}")
+    return Candidate("expr", f"supported stub signature, {why}{lacked}: pass --expr{graph}")
+
+
+def derived_body(views: Views, op: str, mode: str) -> tuple[str | None, str]:
+    """Where a non-catalog source finds the op's body ("c10::metal::xlogy (c10/metal/...:775)"),
+    else None and what each source lacked ("; c10: ...; cpu: ..."): the resolver's static answer
+    (`migrate`/`new-op` also run the body through try before writing it)."""
+    try:
+        spec = resolve_op(views, op, Options(), mode)
+        resolution = body_resolution(views, spec, Options())
+    except MpsgenError:
+        return None, ""
+    chosen = resolution.chosen
+    if chosen is not None and chosen.source in ("c10", "cpu", "graph"):
+        return f"{chosen.describe} ({chosen.location})", ""
+    lacked = "".join(f"; {a.source}: {a.reason}" for a in resolution.answers
+                     if a.source not in ("catalog", "expr") and isinstance(a, NoBody))
+    return None, lacked
 
 
 def accepting_command(checkout: Checkout, op: str):

@@ -4,13 +4,16 @@ build at the spot to fill in. Never a silently wrong kernel."""
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 from mpsgen.dtypes import GROUPS
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.bodies import BodyResolution, placeholder_comment
+from mpsgen.facts.bodyoffer import NoBody
 from mpsgen.facts.catalog import load_catalog, lookup
-from mpsgen.model import Note
+from mpsgen.model import Location, Note
 from mpsgen.read.checkout import C10_METAL_DIR
 from mpsgen.read.kernelfile import NamespacePrefixes
 
@@ -123,8 +126,10 @@ def check_supported(entry, groups: tuple[str, ...]) -> None:
 @dataclass(frozen=True)
 class Body:
     """Where a functor body comes from, before the dtype groups are chosen: the catalog, --expr, a
-    placeholder, or a functor the kernel file already has. `supports`: the groups it can serve;
-    `defaults`: the groups to register when no OpInfo says what MPS tests."""
+    source's derived expression (`c10`, `cpu`, `graph`: `mpsgen.facts.bodies`), a placeholder, or a
+    functor the kernel file already has. `supports`: the groups it can serve; `defaults`: the groups
+    to register when no OpInfo says what MPS tests; `answers`: what each body source offered or
+    lacked (a placeholder quotes them above its `#error`)."""
 
     source: str
     supports: tuple[str, ...]
@@ -132,21 +137,38 @@ class Body:
     describe: str
     template: str = ""
     output: str = ""  # the Metal output type of every registration ("": as the group says)
+    expr: str = ""  # a derived body's expression
+    helpers: tuple[str, ...] = ()  # definitions a derived expression calls, written before the functor
+    location: Location | None = None  # where the derived body's source states it
+    answers: tuple = ()  # every body source's answer (BodyOffer | NoBody), in the order asked
+
+    @property
+    def derived(self) -> bool:
+        return self.source in DERIVED
 
 
-def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
-              dtypes: tuple[str, ...] | None, alpha_name: str = "alpha") -> Body:
-    """The body for `name`'s functor: --expr, else the catalog's (looked up by functor then op name),
-    else a placeholder that stops the build until it is written."""
+DERIVED = ("c10", "cpu", "graph")
+
+
+def find_body(resolution: BodyResolution, *, op: str, name: str, arity: int, alpha: bool, expr: str | None,
+              dtypes: tuple[str, ...] | None, forced: str = "auto", alpha_name: str = "alpha") -> Body:
+    """The body for `name`'s functor from the resolver's answer (`mpsgen.facts.bodies`): --expr,
+    the catalog's, a derived expression, else a placeholder that stops the build until it is
+    written, quoting what each source lacked. `forced` (`--body`): a source with nothing is exit 2."""
 
     operands = operands_for(arity, alpha, alpha_name)
+    chosen = resolution.chosen
     if expr is not None:
         validate_expr(expr, operands)
         groups = effective_groups(dtypes or ("float",))
-        return Body("expr", groups, groups, "the --expr body")
-
-    entry = lookup(name) or lookup(op)
-    if entry is not None and not alpha:
+        return Body("expr", groups, groups, "the --expr body", answers=resolution.answers)
+    if chosen is None and forced not in ("auto", "expr"):
+        answer = next((a for a in resolution.answers if a.source == forced), None)
+        reason = answer.reason if isinstance(answer, NoBody) else "it was not asked"
+        raise MpsgenError(f"--body {forced}: no body for {op}: {reason}", location=getattr(answer, "location", None),
+                          hint="choose another source with --body, or write one with --expr")
+    if chosen is not None and chosen.source == "catalog":
+        entry = lookup(name) or lookup(op)
         if entry.arity != arity:
             raise MpsgenError(
                 f"the catalog's {entry.op} functor is {ARITY_WORDS[entry.arity]}, but {op} has {arity} tensor inputs",
@@ -155,9 +177,21 @@ def find_body(*, op: str, name: str, arity: int, alpha: bool, expr: str | None,
         if dtypes is not None:
             check_supported(entry, effective_groups(dtypes))
         return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name,
-                    entry.output)
+                    entry.output, answers=resolution.answers)
+    if chosen is not None:
+        validate_expr(chosen.expr, operands)
+        supports = chosen.supports or ("float",)
+        if dtypes is not None:
+            unsupported = [g for g in effective_groups(dtypes) if g not in supports]
+            if unsupported:
+                raise MpsgenError(f"the body from {chosen.describe} does not handle dtype group {unsupported[0]!r} "
+                                  f"(it handles {', '.join(supports)})", location=chosen.location,
+                                  hint="drop that group from --dtypes, or pass --expr")
+        defaults = tuple(g for g in supports if g != "bool") or supports
+        return Body(chosen.source, supports, defaults, chosen.describe, "", chosen.output, chosen.expr, chosen.helpers,
+                    chosen.location, resolution.answers)
     groups = effective_groups(dtypes) if dtypes else tuple(GROUPS)
-    return Body("placeholder", groups, ("float",), "the placeholder body")
+    return Body("placeholder", groups, ("float",), "the placeholder body", answers=resolution.answers)
 
 
 def render_functor(templates: Templates, body: Body, *, name: str, arity: int, alpha: bool,
@@ -170,17 +204,28 @@ def render_functor(templates: Templates, body: Body, *, name: str, arity: int, a
     groups = effective_groups(groups)
     operands = operands_for(arity, alpha, alpha_name)
     spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
-    if body.source == "expr":
-        text = templates.render("functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
-                                groups=groups, alpha_name=alpha_name if alpha else "", **spelling)
+    if body.source == "expr" or body.derived:
+        text = templates.render("functor_expr.metal.j2", name=name, expr=(body.expr or expr or "").strip(),
+                                operands=operands, groups=groups, output=body.output,
+                                alpha_name=alpha_name if alpha else "", **spelling)
     elif body.source == "catalog":
         text = templates.render(body.template, name=name, groups=groups, **spelling)
     else:
         text = templates.render(
             "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
-            groups=groups, arity_word=ARITY_WORDS[arity], **spelling,
+            groups=groups, arity_word=ARITY_WORDS[arity], sources=_comment_lines(placeholder_comment(body.answers)),
+            **spelling,
         )
     return FunctorChoice(body.source, text, groups)
+
+
+def _comment_lines(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """Each source's answer wrapped to fit 80 columns after `  //   ` (continuations indented), so
+    clang-format has no comment to reflow into its neighbour."""
+    out = []
+    for line in lines:
+        out += textwrap.wrap(line, width=72, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    return tuple(out)
 
 
 def fallback_notes(body, functions: frozenset[str]) -> tuple:
@@ -237,3 +282,9 @@ def shared_helpers(templates: Templates, functor_text: str, file_text: str, *,
 
 def _defines(text: str, name: str) -> bool:
     return re.search(rf"^[ \t]*(?:static[ \t]+)?inline[ \t]+\w+[ \t]+{name}[ \t]*\(", text, re.M) is not None
+
+
+def derived_helpers(body: Body, file_text: str) -> str:
+    """The definitions a derived body calls that the kernel file as planned lacks (each written
+    once per file: a second op bringing the same helper along reuses it)."""
+    return "".join(text + "\n" for text in body.helpers if text.strip() not in file_text)

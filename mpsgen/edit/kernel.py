@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from mpsgen.dtypes import METAL_INPUT_TYPES
 from mpsgen.errors import MpsgenError
+from mpsgen.edit.functor import Body
 from mpsgen.edit.reduction import ReductionChoice
 from mpsgen.facts.params import ParamsSpec
 from mpsgen.model import Change, FileChange, Location, Note
@@ -295,6 +296,7 @@ class KernelChoice:
     params: ParamsSpec | None = None  # with its groups, for params kernels
     notes: tuple[Note, ...] = ()
     reduction: ReductionChoice | None = None  # a reduction's struct, registrations and launcher
+    body: Body | None = None  # the functor body chosen, for the run-time check
 
 
 # ------------------------------------------------------------------ list macros (the file's idiom)

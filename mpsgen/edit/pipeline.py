@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.edit.dispatch import plan_dispatch
 from mpsgen.edit.expectations import plan_expectations, test_names
-from mpsgen.edit.functor import Body, fallback_notes, find_body, render_functor, shared_helpers, validate_flag
+from mpsgen.edit.functor import (Body, derived_helpers, fallback_notes, find_body, render_functor, shared_helpers,
+                                 validate_flag)
 from mpsgen.edit.host import function_suffix, plan_host
 from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
 from mpsgen.edit.legacy import plan_legacy
@@ -29,6 +30,7 @@ from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
 from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.bodies import BodyRequest, BodyResolution, resolve_body
 from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launcher_call, load_mode_problem, op_pairs,
                                     plan_orders, sibling_line,
                                     reduction_host_of,
@@ -62,6 +64,10 @@ Step = Callable[[StepContext], Iterable[FileChange]]
 def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Options) -> KernelChoice:
     """The functor body, its dtype groups (the tested dtypes the body serves, never fewer than the
     tests expect to work: `mpsgen.facts.rules.choose_groups`) and its registrations."""
+    if options.body != "auto" and (spec.params is not None or spec.reduction is not None):
+        kind = "a params kernel (several scalars)" if spec.params is not None else "a reduction"
+        raise MpsgenError(f"--body {options.body}: {spec.op} is {kind}, whose body comes from the catalog or the "
+                          "flags, not from the body sources", hint="drop --body")
     if spec.params is not None:
 
         return choose_params_kernel(views, templates, spec, options)
@@ -83,8 +89,9 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
         body = Body("existing", groups, groups, f"the existing {spec.functor}_functor")
     else:
         refuse_uncalled_groups(spec.facts, options.dtypes)
-        body = find_body(op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
-                         expr=options.expr, dtypes=options.dtypes, alpha_name=spec.alpha_name)
+        body = find_body(body_resolution(views, spec, options), op=spec.op, name=spec.functor, arity=spec.arity,
+                         alpha=spec.alpha, expr=options.expr, dtypes=options.dtypes, forced=options.body,
+                         alpha_name=spec.alpha_name)
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
                            explicit=groups if existing else options.dtypes, body=body.describe,
                            minimal=body.source == "placeholder")
@@ -105,12 +112,25 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                             alpha_name=spec.alpha_name)
     # the helpers its complex overload calls, once per file (an earlier op may have written them)
     helpers = shared_helpers(templates, choice.text, kernel_text, namespaces=namespaces, c10_functions=c10_functions)
-    choice = replace(choice, text=helpers + choice.text)
+    choice = replace(choice, text=helpers + derived_helpers(body, kernel_text) + choice.text)
     macros = kernel.file.own_macros | views.c10_register_macros()
     registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file,
                                       output=body.output)
+    notes = fallback_notes(body, c10_functions)
+    if body.derived:
+        notes += (Note("info", f"body: from {body.location}, {body.describe}"),)
     return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
-                        notes=fallback_notes(body, c10_functions))
+                        notes=notes, body=body)
+
+
+def body_resolution(views: Views, spec: OpSpec, options: Options) -> BodyResolution:
+    """Every body source's answer for the op (`mpsgen.facts.bodies`), in the kernel file's spelling."""
+    if options.expr is not None and options.body != "auto":
+        raise MpsgenError(f"--expr and --body {options.body} both choose the body", hint="pass one of them")
+    request = BodyRequest(views, spec.facts, spec.op, spec.functor, spec.arity, spec.alpha, options.expr,
+                          namespace_prefixes(views.ws.read(spec.kernel_file)),
+                          checkout_functions(views.ws, disk_cache=views.disk_cache))
+    return resolve_body(request, forced=options.body, rejected=dict(options.rejected))
 
 
 def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) -> KernelChoice:
@@ -267,9 +287,10 @@ MIGRATE_STEPS: tuple[tuple[str, Step], ...] = NEW_OP_STEPS + (("legacy", legacy_
 
 
 def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
-            steps: tuple[tuple[str, Step], ...]) -> None:
+            steps: tuple[tuple[str, Step], ...]) -> KernelChoice | None:
     """Plan one op into the Workspace: every step in order, each step's FileChanges applied before
-    the next step reads. An op that is already native Metal gets a note and no edit."""
+    the next step reads. An op that is already native Metal gets a note and no edit. Returns the
+    kernel chosen (its body, for the command's run-time check)."""
 
     ws = views.ws
     facts = spec.facts
@@ -295,7 +316,7 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
     if facts.native and facts.registrations and options.dtypes is None and options.expr is None:
         reg = facts.registrations[0]
         ws.add_note(Note("info", f"{spec.op} is already native Metal ({spec.stub.name} -> {reg.function})", reg.location))
-        return
+        return None
     context = StepContext(views, templates, spec, options, choose_kernel(views, templates, spec, options))
     for note in spec.notes:  # how the stub was found (path:line), how a loss reduces
         ws.add_note(Note("info", note, where))
@@ -307,6 +328,7 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
     ws.add_step("build: cd build && ninja torch_cpu")
     for test in test_names(facts) or (f"test_output_match_{spec.op}",):
         ws.add_step(f"test: python test/test_mps.py -k {test}")
+    return context.kernel
 
 
 def check_expr(views: Views, spec: OpSpec, expr: str) -> None:

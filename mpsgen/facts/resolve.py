@@ -60,6 +60,10 @@ class Options:
     combine: str | None = None
     finalize: str | None = None
     acc: str | None = None
+    # where the functor body comes from (`mpsgen.facts.bodies`): auto, or one source (--body)
+    body: str = "auto"
+    # sources whose body failed the run-time check: (source, why), asked no more
+    rejected: tuple[tuple[str, str], ...] = ()
 
     @property
     def reduction_flags(self) -> bool:

@@ -138,3 +138,17 @@ def _checkout_root_at_or_above(path: Path) -> Path | None:
         if (candidate / NATIVE_FUNCTIONS).is_file():
             return candidate
     return None
+
+
+class PlannedCheckout(Checkout):
+    """The checkout as a plan would leave it, held in memory: `read` gives each planned file's new
+    text (`texts`: rel -> text), every other file as on disk. Nothing is written; `try` runs a
+    planned kernel through it before the plan is applied."""
+
+    def __init__(self, root: Path, texts: dict[str, str]):
+        super().__init__(root)
+        self._texts.update(texts)
+        self._planned = frozenset(texts)
+
+    def exists(self, rel: str) -> bool:
+        return rel in self._planned or super().exists(rel)

@@ -1,0 +1,67 @@
+"""The run-time check of a derived functor body (`c10`, `cpu`, `graph`: `mpsgen.facts.bodies`):
+`new-op` and `migrate` run `try` on the kernel as planned (in memory, `PlannedCheckout`) against
+torch's CPU op for every registered dtype before anything is written. A body that fails is not
+written: the command plans again with that source turned down (`Options.rejected`, the failing
+values as its reason), so the next source is asked, and the placeholder quotes every reason when
+none is left. Without g++ or torch the plan says why it was not checked."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from mpsgen.commands.tryop.api import TryOptions, try_op
+from mpsgen.commands.tryop.run import host_unavailable
+from mpsgen.edit.kernel import KernelChoice
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Note, Plan
+from mpsgen.read.checkout import Checkout, PlannedCheckout
+
+
+@dataclass(frozen=True)
+class BodyCheck:
+    """`passed`: True (every value matched), False (`why` holds the failing values), None (not
+    checked, `why` says why); `note`: the line the plan reports."""
+
+    passed: bool | None
+    why: str
+    note: Note
+
+
+def why_unchecked() -> str:
+    """Why the check cannot run here ("" when it can)."""
+    no_host = host_unavailable()
+    if no_host is not None:
+        return no_host
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not importable (pip install torch==2.13.0): its CPU op is the reference"
+    return ""
+
+
+def check_body(checkout: Checkout, plan: Plan, op: str, kernel: KernelChoice | None) -> BodyCheck | None:
+    """`try` on the planned kernel of a derived body; None when the body is not derived."""
+    body = kernel.body if kernel is not None else None
+    if body is None or not body.derived:
+        return None
+    unchecked = why_unchecked()
+    if unchecked:
+        return BodyCheck(None, unchecked, Note("info", f"{op}: body from {body.describe} not checked: {unchecked}"))
+    planned = PlannedCheckout(checkout.root, {e.path: e.after for e in plan.edits})
+    try:
+        report = try_op(planned, op, TryOptions(backend="host", reference="torch"))
+    except MpsgenError as exc:
+        why = f"try could not run it: {exc.message}"
+        return BodyCheck(False, why, Note("info", f"{op}: body from {body.describe} not written: {why}"))
+    failed = [r for r in report.results if r.status == "failed"]
+    matched = sum(r.cases for r in report.results if r.status == "passed")
+    if failed:
+        why = "try failed: " + "; ".join(_failure(r) for r in failed[:3])
+        return BodyCheck(False, why, Note("info", f"{op}: body from {body.describe} not written: {why}"))
+    skipped = [r.metal_type for r in report.results if r.status == "skipped"]
+    extra = f" ({', '.join(skipped)} skipped: no reference)" if skipped else ""
+    return BodyCheck(True, "", Note("info", f"{op}: checked: {matched} values match torch's CPU op{extra}"))
+
+
+def _failure(result) -> str:
+    examples = ", ".join(f"{tuple(m.inputs)} gave {m.got}, want {m.want}" for m in result.examples[:2])
+    return f"{result.metal_type}: {result.mismatches} of {result.cases} differ" + (f" ({examples})" if examples else "")

@@ -1,0 +1,352 @@
+"""The one body resolver: where an elementwise functor's body comes from.
+
+Each source is a small object with one method, `offer(request) -> BodyOffer | NoBody`: a Metal
+expression with its provenance (path:line, which source), or its reason for having none. The
+driver, `resolve_body`, asks them in the declared order `SOURCES` and keeps every answer:
+
+1. `expr`    the user's `--expr`;
+2. `catalog` mpsgen's hand-written catalog (`facts/catalog.toml`);
+3. `c10`     a `c10::metal` function the checkout's `c10/metal/*.h` define for the op (its name,
+             without `special_`, or the special functions' `<name>_forward`), taking as many
+             values as the functor;
+4. `cpu`     the CPU kernel's scalar lambda (`aten/src/ATen/native/cpu/*.cpp`: the function the
+             stub's `REGISTER_DISPATCH` names, the lambda handed to `cpu_kernel[_vec]`), translated
+             by `mpsgen.facts.translate` with the helpers it calls brought along (same file, or a
+             header it includes that the checkout has); its `AT_DISPATCH_*` list gives the dtype
+             groups, its `-> bool` a bool output;
+5. `graph`   the legacy MPSGraph code (`mpsgen.facts.graphbody.graph_body`, where that module is
+             part of the build; `GraphSource` adapts any `(views, facts) -> offer` callable).
+
+`--body {catalog,c10,cpu,graph}` asks one source only (`forced`); `auto` takes the first offer.
+A source whose offer failed `try` (`rejected`: source -> why) answers `NoBody` with that reason, so
+the next source is asked; with no offer left, the placeholder is written with every answer quoted
+(`placeholder_comment`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mpsgen.facts.bodyoffer import BodyOffer, NoBody
+from mpsgen.facts.catalog import CATALOG_PATH, _table_line, lookup
+from mpsgen.facts.rules import promotes_int_to_float
+from mpsgen.facts.translate import Untranslatable, translate_function, translate_lambda
+from mpsgen.facts.views import OpFacts, Views
+from mpsgen.model import Location
+from mpsgen.read.c10lib import function_sites
+from mpsgen.read.cppsyntax import CpuKernels, ScalarLambda, read_cpu_kernels
+from mpsgen.read.kernelfile import NamespacePrefixes
+
+try:  # h37b's MPSGraph source; the resolver asks it when the module is part of the build
+    from mpsgen.facts.graphbody import graph_body as _graph_body
+except ImportError:  # pragma: no cover - depends on which modules the build has
+    _graph_body = None
+
+CPU_DIR = "aten/src/ATen/native/cpu"
+NATIVE_HEADERS = "aten/src/ATen/native"
+BODY_CHOICES = ("auto", "catalog", "c10", "cpu", "graph")
+OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
+SPECIAL_PREFIX = "special_"
+
+# What each AT_DISPATCH_* base list covers, and the extra types its `_AND<n>` arguments add, as the
+# functor's dtype groups see them (`float`: float32, the group's anchor; half/bfloat16 ride along).
+DISPATCH_BASES = {
+    "FLOATING_TYPES": {"float"},
+    "FLOATING_TYPES_AND_HALF": {"float", "half"},
+    "REDUCED_FLOATING_TYPES": {"half", "bfloat16"},
+    "ALL_TYPES": {"float", "integer"},
+    "INTEGRAL_TYPES": {"integer"},
+    "COMPLEX_TYPES": {"complex"},
+    "FLOATING_AND_COMPLEX_TYPES": {"float", "complex"},
+    "ALL_TYPES_AND_COMPLEX": {"float", "integer", "complex"},
+}
+DISPATCH_EXTRAS = {"kHalf": "half", "Half": "half", "kBFloat16": "bfloat16", "BFloat16": "bfloat16", "kBool": "bool",
+                   "Bool": "bool", "kComplexHalf": "complex"}
+
+
+@dataclass(frozen=True)
+class BodyRequest:
+    """What every source is asked: the op's facts and how the kernel file spells names."""
+
+    views: Views
+    facts: OpFacts
+    op: str
+    functor: str
+    arity: int
+    alpha: bool
+    expr: str | None = None
+    namespaces: NamespacePrefixes = field(default_factory=NamespacePrefixes)
+    c10_functions: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class BodyResolution:
+    """The offer taken (None: the placeholder) and every source's answer, in the order asked."""
+
+    chosen: BodyOffer | None
+    answers: tuple[BodyOffer | NoBody, ...]
+
+
+class ExprSource:
+    name = "expr"
+
+    def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
+        if request.expr is None:
+            return NoBody(self.name, "no --expr given")
+        return BodyOffer(self.name, request.expr, None, "the --expr body")
+
+
+class CatalogSource:
+    name = "catalog"
+
+    def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
+        return catalog_offer(request.op, request.functor, request.alpha)
+
+
+def catalog_offer(op: str, functor: str, alpha: bool) -> BodyOffer | NoBody:
+    """The catalog's body for the op (looked up by functor, then op name), with its table's line."""
+    entry = lookup(functor) or lookup(op)
+    if entry is None:
+        return NoBody("catalog", f"mpsgen's catalog has no {op} body")
+    if alpha:
+        return NoBody("catalog", f"the catalog's {entry.op} body takes no scalar, and {op}'s stub passes one")
+    where = Location("mpsgen/facts/catalog.toml", _table_line(CATALOG_PATH.read_text(encoding="utf-8"), entry.op))
+    return BodyOffer("catalog", "", where, f"the catalog's {entry.op} body", entry.output, entry.supports)
+
+
+class C10Source:
+    name = "c10"
+
+    def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
+        if request.alpha:
+            return NoBody(self.name, f"{request.op}'s stub passes a scalar, which no c10::metal function takes")
+        sites = function_sites(request.views.ws)
+        base = request.op[len(SPECIAL_PREFIX):] if request.op.startswith(SPECIAL_PREFIX) else request.op
+        names = list(dict.fromkeys((request.op, base, request.functor, f"{base}_forward")))
+        found = [(n, sites[n]) for n in names if n in sites]
+        if not found:
+            return NoBody(self.name, f"the checkout's c10/metal headers define none of {', '.join(names)}")
+        for name, (rel, line, count) in found:
+            if count == request.arity:
+                operands = ", ".join(OPERANDS[request.arity])
+                groups = ("float", "int2float") if promotes_int_to_float(request.facts) else ("float",)
+                return BodyOffer(self.name, f"{request.namespaces.c10}{name}({operands})", Location(rel, line),
+                                 f"c10::metal::{name}", "", groups)
+        name, (rel, line, count) = found[0]
+        return NoBody(self.name, f"c10::metal::{name} takes {count} values, the functor {request.arity}", Location(rel, line))
+
+
+class CpuSource:
+    name = "cpu"
+
+    def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
+        stub = request.facts.stub
+        if stub is None:
+            return NoBody(self.name, f"{request.op} has no dispatch stub, so no CPU kernel registered for one")
+        views = request.views
+        every = views.checkout.glob(CPU_DIR, "*.cpp")
+        if not every:
+            return NoBody(self.name, f"this checkout has no {CPU_DIR}/*.cpp (a wheel ships none)")
+        files = [rel for rel in every if stub.name in views.ws.read(rel)]
+        if not files:
+            return NoBody(self.name, f"no {CPU_DIR}/*.cpp registers {stub.name}")
+        for rel in files:
+            kernels = _kernels(views, rel)
+            if stub.name not in kernels.registrations:
+                continue
+            function, line = kernels.registrations[stub.name]
+            lambdas = kernels.lambdas(function)
+            if not lambdas:
+                return NoBody(self.name, f"{function} hands no lambda to cpu_kernel or cpu_kernel_vec",
+                              Location(rel, line))
+            if request.alpha:
+                return NoBody(self.name, f"{request.op}'s stub passes a scalar to {function}: the lambda's captured "
+                                         "values are not translated", Location(rel, lambdas[0].line))
+            chosen = _choose(lambdas)
+            return _translate(request, kernels, rel, chosen)
+        return NoBody(self.name, f"no REGISTER_DISPATCH({stub.name}, ...) in {', '.join(files)}")
+
+
+class GraphSource:
+    """The MPSGraph source through any `(views, facts) -> BodyOffer | NoBody` callable."""
+
+    name = "graph"
+
+    def __init__(self, graph_body: Callable | None):
+        self.graph_body = graph_body
+
+    def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
+        if self.graph_body is None:
+            return NoBody(self.name, "the MPSGraph source (mpsgen.facts.graphbody) is not part of this build")
+        answer = self.graph_body(request.views, request.facts)
+        if not isinstance(answer, (BodyOffer, NoBody)):
+            return NoBody(self.name, f"the MPSGraph source answered {type(answer).__name__}, not an offer")
+        return answer
+
+
+SOURCES = (ExprSource(), CatalogSource(), C10Source(), CpuSource(), GraphSource(_graph_body))
+
+
+def resolve_body(request: BodyRequest, *, forced: str = "auto", rejected: dict[str, str] | None = None,
+                 sources=SOURCES) -> BodyResolution:
+    """Ask the sources in order (only `forced` when it is not `auto`; `--expr` always first) and
+    take the first offer; every answer is kept."""
+    rejected = rejected or {}
+    answers: list[BodyOffer | NoBody] = []
+    chosen = None
+    for source in sources:
+        if forced != "auto" and source.name not in (forced, "expr"):
+            continue
+        if source.name == "expr" and request.expr is None:
+            continue
+        answer = source.offer(request)
+        if isinstance(answer, BodyOffer) and source.name in rejected:
+            answer = NoBody(source.name, rejected[source.name], answer.location)
+        answers.append(answer)
+        if chosen is None and isinstance(answer, BodyOffer):
+            chosen = answer
+            break
+    return BodyResolution(chosen, tuple(answers))
+
+
+def placeholder_comment(answers: tuple[BodyOffer | NoBody, ...]) -> tuple[str, ...]:
+    """One line per source asked: what it offered or lacked (quoted above the `#error`)."""
+    lines = []
+    for answer in answers:
+        where = f" ({answer.location})" if answer.location else ""
+        if isinstance(answer, NoBody):
+            lines.append(f"{answer.source}: {answer.reason}{where}")
+        else:
+            lines.append(f"{answer.source}: {answer.describe}{where}: {answer.expr}")
+    return tuple(lines)
+
+
+# ------------------------------------------------------------------------------------ the CPU source
+
+
+def _kernels(views: Views, rel: str) -> CpuKernels:
+    return views.view("cpu-kernels", rel, lambda text: read_cpu_kernels(text, rel))
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
+INCLUDE_ROOTS = ("aten/src", "")
+
+
+def _included_headers(views: Views, includes: tuple[str, ...]) -> list[str]:
+    """The headers a file includes that the checkout has, and theirs in turn (breadth first, each
+    once): where the helpers a lambda calls are defined (Math.h reaches airy_ai.cpp that way)."""
+    seen: list[str] = []
+    queue = list(includes)
+    while queue:
+        name = queue.pop(0)
+        for base in INCLUDE_ROOTS:
+            rel = f"{base}/{name}" if base else name
+            if rel in seen or not views.ws.exists(rel):
+                continue
+            seen.append(rel)
+            queue += _INCLUDE.findall(views.ws.read(rel))
+            break
+    return seen
+
+
+def _covers(lam: ScalarLambda) -> set[str]:
+    """The dtype kinds the lambda's AT_DISPATCH list serves: its base list (the longest name of
+    `DISPATCH_BASES` the macro starts with, before `_AND...`) and the extra types it names."""
+    if lam.dispatch is None:  # a branch of its own for one type: `[](bool x) -> bool`
+        types = {p.strip() for p, _ in lam.params}
+        return {"bool"} if types == {"bool"} else set()
+    base = lam.dispatch.expands_to[len("AT_DISPATCH_"):]
+    head = next((key for key in sorted(DISPATCH_BASES, key=len, reverse=True)
+                 if base == key or base.startswith(key + "_AND")), None)
+    covered = set(DISPATCH_BASES.get(head, ()))
+    covered |= {DISPATCH_EXTRAS[e.split("::")[-1]] for e in lam.dispatch.extra if e.split("::")[-1] in DISPATCH_EXTRAS}
+    return covered
+
+
+def _choose(lambdas: tuple[ScalarLambda, ...]) -> ScalarLambda:
+    """The lambda a Metal functor reproduces: one writing bool where the kernel special-cases a bool
+    output, else the one serving float32 (not the reduced-float or complex branches), else the first."""
+    for lam in lambdas:
+        if lam.returns == "bool" and {p.strip() for p, _ in lam.params} != {"bool"}:
+            return lam
+    for lam in lambdas:
+        if "float" in _covers(lam):
+            return lam
+    return lambdas[0]
+
+
+def _groups(request: BodyRequest, lam: ScalarLambda) -> tuple[str, ...]:
+    covered = _covers(lam)
+    groups = []
+    if "float" in covered:
+        groups.append("float")
+        if promotes_int_to_float(request.facts):
+            groups.append("int2float")
+    if "integer" in covered and "int2float" not in groups:
+        groups.append("integer")
+    if "bool" in covered:
+        groups.append("bool")
+    return tuple(groups)
+
+
+def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarLambda) -> BodyOffer | NoBody:
+    views = request.views
+    # the headers it includes (transitively) the checkout has, then ATen/native's other headers: a
+    # partial checkout (a wheel's headers) lacks some links of the chain the build follows
+    # (upstream's kernels reach Math.h through ATen/cpu/vec)
+    headers = _included_headers(views, kernels.includes)
+    headers += [h for h in views.checkout.glob(NATIVE_HEADERS, "*.h") if h not in headers]
+
+    def definitions(name: str):
+        if name in kernels.functions:
+            return rel, kernels, kernels.functions[name]
+        for header in headers:
+            if name not in views.ws.read(header):
+                continue  # parse only the headers naming it
+            found = _kernels(views, header)
+            if name in found.functions:
+                return header, found, found.functions[name]
+        return None
+
+    def known(name: str) -> bool:
+        return definitions(name) is not None
+
+    spelling = dict(metal=request.namespaces.metal, c10=request.namespaces.c10, c10_functions=request.c10_functions,
+                    known=known)
+    describe = f"{request.op}'s CPU kernel"
+    location = Location(rel, lam.line)
+    groups = _groups(request, lam)
+    if not groups:
+        return NoBody("cpu", f"{lam.kernel}'s lambda serves no dtype a Metal functor registers "
+                             f"({lam.dispatch.macro if lam.dispatch else 'no AT_DISPATCH list'})", location)
+    try:
+        translation = translate_lambda(kernels.source, lam, name=request.functor, operands=OPERANDS[request.arity],
+                                       **spelling)
+    except Untranslatable as exc:
+        return NoBody("cpu", f"{lam.kernel}'s lambda: {exc.reason}", Location(rel, exc.line or lam.line))
+    helpers: list[str] = []
+    done: set[str] = set()
+    pending = list(translation.needs)
+    brought: list[tuple[str, tuple[str, ...]]] = []
+    while pending:
+        name = pending.pop(0)
+        if name in done:
+            continue
+        done.add(name)
+        where, found, defs = definitions(name)
+        texts = []
+        for definition in defs:
+            try:
+                part = translate_function(found.source, definition.node, **spelling)
+            except Untranslatable as exc:
+                return NoBody("cpu", f"{lam.kernel}'s lambda calls {name} ({where}:{definition.line}), which cannot "
+                                     f"be brought along: {exc.reason}", Location(where, exc.line or definition.line))
+            texts += part.helpers
+            pending += [n for n in part.needs if n not in done]
+        brought.append((name, tuple(texts)))
+    # callees first: a helper goes after every helper it calls
+    for _, texts in reversed(brought):
+        helpers += texts
+    return BodyOffer("cpu", translation.expr, location, describe, "bool" if lam.returns == "bool" else "", groups,
+                     tuple(helpers) + translation.helpers)

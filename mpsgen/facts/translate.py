@@ -1,0 +1,359 @@
+"""C++ scalar code (a CPU kernel's lambda, the helpers it calls) in Metal's spelling, by tables.
+
+Every rule is a row of data, each with its test (tests/test_translate.py):
+- `FUNCTIONS`: a C++ callee (qualified, template arguments dropped) -> its Metal spelling. A name
+  (`{m}precise::atan2`) replaces the callee; a pattern with `{0}`, `{1}` replaces the whole call
+  with its translated arguments (`std::max`, whose NaN rule is not Metal's `max`). `{m}`/`{c}` are
+  the kernel file's prefixes for `metal::` and `c10::metal::`; a `{c}` spelling needs the
+  checkout's c10/metal headers to define the function, else the translation is refused naming it.
+  CPU's transcendental functions are correctly rounded (libm): their rows use `precise::`.
+- `BARE_FUNCTIONS`: unqualified calls a header makes through `<cmath>` (`exp(x*x)` in Math.h).
+- `NAMES`: qualified names that are not calls: a prefix spelled anew (`std::numeric_limits` ->
+  `{m}numeric_limits`), or a template variable (`c10::pi<T>` -> `static_cast<T>(M_PI_F)`, `{t}`
+  being its template argument).
+- `TYPES`: types Metal spells otherwise (`opmath_t` and `double` -> `float`: Metal has no double,
+  and MPS kernels compute half and bfloat in float, as CPU's opmath does).
+- `REFUSED`: calls with no Metal meaning (a kernel cannot raise: `TORCH_CHECK`).
+A name in `std::`, `c10::` or `at::` with no row is refused, naming it; an unqualified call that is
+neither a row, a parameter, nor a function the caller can bring along is refused likewise.
+
+`translate_lambda(...) -> Translation` turns a scalar lambda into one Metal expression over the
+functor's operands (a lambda that is one `return` whose text needs no `scalar_t`), else into a
+helper function `<name>_scalar` templated on `scalar_t` that the expression calls, so the
+functor's types fill `scalar_t`; `translate_function` spells a helper definition brought along."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mpsgen.read.cppsyntax import Source, Syntax
+
+PRECISE = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "cos", "cosh", "exp", "exp2", "log", "log2",
+           "log10", "pow", "sin", "sinh", "sqrt", "tan", "tanh")
+EXACT = ("abs", "fabs", "ceil", "floor", "trunc", "round", "rint", "fmod", "copysign", "nextafter", "isnan", "isinf",
+         "isfinite", "signbit", "fmax", "fmin")
+C10_FUNCTIONS = ("log1p", "expm1", "erf", "erfc", "erfinv", "hypot", "lgamma", "tgamma")
+
+FUNCTIONS: dict[str, str] = {
+    **{f"std::{name}": f"{{m}}precise::{name}" for name in PRECISE},
+    **{f"std::{name}": f"{{m}}{name}" for name in EXACT},
+    **{f"std::{name}": f"{{c}}{name}" for name in C10_FUNCTIONS},
+    "std::max": "(({0}) < ({1}) ? ({1}) : ({0}))",
+    "std::min": "(({1}) < ({0}) ? ({1}) : ({0}))",
+    "at::_isnan": "{m}isnan",
+    "c10::copysign": "{m}copysign",
+    "c10::is_negative": "(({0}) < 0)",
+    "at::native::_isnan": "{m}isnan",
+}
+BARE_FUNCTIONS: dict[str, str] = {
+    **{name: f"{{m}}precise::{name}" for name in PRECISE},
+    **{name: f"{{m}}{name}" for name in EXACT},
+}
+NAMES: dict[str, str] = {
+    "std::numeric_limits": "{m}numeric_limits",
+    "std::enable_if_t": "{m}enable_if_t",
+    "std::is_floating_point_v": "{m}is_floating_point_v",
+    "std::is_integral_v": "{m}is_integral_v",
+    "c10::pi": "static_cast<{t}>(M_PI_F)",
+    "c10::frac_sqrt_2": "static_cast<{t}>(M_SQRT1_2_F)",
+    "c10::ln_2": "static_cast<{t}>(M_LN2_F)",
+}
+TYPES: dict[str, str] = {"opmath_t": "float", "double": "float", "long double": "float"}
+REFUSED: dict[str, str] = {
+    "TORCH_CHECK": "a Metal kernel cannot raise (CPU raises here)",
+    "TORCH_INTERNAL_ASSERT": "a Metal kernel cannot raise (CPU asserts here)",
+    "std::conj": "complex arithmetic (c10::complex) has no translation",
+    "std::tie": "tuples have no translation",
+}
+_NAMESPACES = ("std", "c10", "at")
+HELPER_SUFFIX = "_cpu"
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+
+
+class Untranslatable(Exception):
+    """Why a piece of C++ has no Metal spelling (`where`: its line in the file)."""
+
+    def __init__(self, reason: str, line: int = 0):
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A lambda in Metal: `expr` over the functor's operands, the `helpers` it calls (definitions,
+    in the order they go in the file), and `needs`: functions the helpers call that the caller
+    must bring along (names)."""
+
+    expr: str
+    helpers: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+
+
+@dataclass
+class _Spelling:
+    metal: str
+    c10: str
+    c10_functions: frozenset[str]
+    known: Callable[[str], bool]  # a function the caller can bring along (same file, a header)
+    locals: set[str] = field(default_factory=set)
+    needs: list[str] = field(default_factory=list)
+    renames: dict = field(default_factory=dict)  # (start, end) of a parameter -> the operand it becomes
+
+    def helper_name(self, name: str) -> str:
+        """A helper brought along keeps its name unless the checkout's c10::metal has one of the same
+        name (a kernel file's `using namespace c10::metal;` would make the call ambiguous): then
+        `<name>_cpu`, at its definition and every call."""
+        return f"{name}{HELPER_SUFFIX}" if name in self.c10_functions else name
+
+    def spell(self, pattern: str, *args: str, t: str = "") -> str:
+        if pattern.startswith("{c}"):
+            name = re.match(r"\{c\}(\w+)", pattern).group(1)
+            if name not in self.c10_functions:
+                raise Untranslatable(f"needs c10::metal::{name}, which this checkout's c10/metal headers do not define")
+        return pattern.format(*args, m=self.metal, c=self.c10, t=t)
+
+
+def _key(text: str) -> str:
+    previous = None
+    while previous != text:
+        previous, text = text, _TEMPLATE_ARGS.sub("", text)
+    return "".join(text.split()).lstrip(":")
+
+
+def _emit(source: Source, node: Syntax, s: _Spelling) -> str:
+    kind = node.kind
+    if kind == "identifier" and (node.start, node.end) in s.renames:
+        return s.renames[(node.start, node.end)]
+    if kind == "comment":
+        return ""
+    if kind in ("ERROR", "MISSING"):
+        raise Untranslatable(f"cannot read {source.text_of(node)[:40]!r}", source.line_of(node))
+    if kind == "call_expression":
+        return _call(source, node, s)
+    if kind == "function_declarator":
+        name = node.child("declarator")
+        if name is not None and name.kind == "identifier":
+            return _children_renaming(source, node, s, name)
+    if kind == "dependent_type":
+        # `typename std::enable_if_t<...>`: with the file's `using namespace metal;` the name is
+        # unqualified, where `typename` may not stand
+        text = _children(source, node, s)
+        return re.sub(r"^typename\s+", "", text) if "::" not in text.split("<")[0] else text
+    if kind == "qualified_identifier":
+        return _qualified(source, node, s, call=False)
+    if kind in ("type_identifier", "primitive_type", "sized_type_specifier") and \
+            " ".join(source.text_of(node).split()) in TYPES:
+        return TYPES[" ".join(source.text_of(node).split())]
+    if kind == "declaration" and any(c.kind == "storage_class_specifier" and source.text_of(c) == "static"
+                                     for c in node.children):
+        # a function's `static const T A[] = {...}` table: Metal takes it as constexpr
+        text = _children(source, node, s, skip=lambda c: c.kind == "storage_class_specifier")
+        return re.sub(r"^(\s*)const\b", r"\1constexpr", text)
+    if kind in ("init_declarator", "array_declarator") or (kind == "identifier" and node.field == "declarator"):
+        for n in node.walk():
+            if n.kind == "identifier" and n.field in ("declarator", ""):
+                s.locals.add(source.text_of(n))
+                break
+    if not node.children:
+        return source.text_of(node)
+    return _children(source, node, s)
+
+
+def _children(source: Source, node: Syntax, s: _Spelling, skip=lambda c: False) -> str:
+    out, pos = [], node.start
+    for child in node.children:
+        out.append(source.text[pos:child.start])
+        if not skip(child):
+            out.append(_emit(source, child, s))
+        pos = child.end
+    out.append(source.text[pos:node.end])
+    return "".join(out)
+
+
+def _children_renaming(source: Source, node: Syntax, s: _Spelling, name: Syntax) -> str:
+    """A function declarator with its name as the helper is called (see `_Spelling.helper_name`)."""
+    out, pos = [], node.start
+    for child in node.children:
+        out.append(source.text[pos:child.start])
+        out.append(s.helper_name(source.text_of(child)) if child is name else _emit(source, child, s))
+        pos = child.end
+    out.append(source.text[pos:node.end])
+    return "".join(out)
+
+
+def _arguments(source: Source, node: Syntax, s: _Spelling) -> list[str]:
+    args = node.child("arguments")
+    return [_emit(source, a, s).strip() for a in args.children if a.kind not in ("(", ")", ",", "comment")]
+
+
+def _call(source: Source, node: Syntax, s: _Spelling) -> str:
+    callee = node.child("function")
+    name = source.text_of(callee).strip()
+    key = _key(name)
+    line = source.line_of(node)
+    if key in REFUSED:
+        raise Untranslatable(f"{key}: {REFUSED[key]}", line)
+    if callee.kind == "qualified_identifier":
+        if key in FUNCTIONS:
+            pattern = FUNCTIONS[key]
+            try:
+                spelled = s.spell(pattern, *(["{0}", "{1}", "{2}"] if "{0}" in pattern else []))
+            except Untranslatable as exc:
+                raise Untranslatable(f"{key}: {exc.reason}", line) from None
+            if "{0}" in pattern:
+                return s.spell(pattern, *_arguments(source, node, s))
+            return spelled + _emit(source, node.child("arguments"), s)
+        return _qualified(source, callee, s, call=True) + _emit(source, node.child("arguments"), s)
+    if callee.kind == "identifier":
+        if name in s.locals or name in ("scalar_t", "T", "self_t") or name in TYPES:
+            return _children(source, node, s)  # a local callable, or a functional cast: scalar_t(1)
+        if name in BARE_FUNCTIONS:
+            return s.spell(BARE_FUNCTIONS[name]) + _emit(source, node.child("arguments"), s)
+        if s.known(name):
+            if name not in s.needs:
+                s.needs.append(name)
+            return s.helper_name(name) + _emit(source, node.child("arguments"), s)
+        raise Untranslatable(f"calls {name}, defined neither in this file nor in a header the checkout has", line)
+    if callee.kind == "template_function" and key in ("static_cast", "reinterpret_cast") or key == "static_cast":
+        return _children(source, node, s)
+    if callee.kind == "field_expression":
+        raise Untranslatable(f"calls the member {source.text_of(callee)!r} (a c10::complex or Vectorized method)", line)
+    if callee.kind in ("primitive_type", "type_identifier", "template_function"):
+        return _children(source, node, s)  # a functional cast: T(1.0), float(a)
+    raise Untranslatable(f"cannot translate the call {name!r}", line)
+
+
+def _qualified(source: Source, node: Syntax, s: _Spelling, *, call: bool) -> str:
+    text = source.text_of(node).strip()
+    key = _key(text)
+    line = source.line_of(node)
+    for rule, pattern in sorted(NAMES.items(), key=lambda kv: -len(kv[0])):
+        if key == rule or key.startswith(rule + "::"):
+            emitted = _children(source, node, s)
+            m = re.match(r"\s*::?\s*" + r"\s*::\s*".join(map(re.escape, rule.split("::"))), emitted)
+            if not m:
+                m = re.match(r"\s*" + r"\s*::\s*".join(map(re.escape, rule.split("::"))), emitted)
+            rest = emitted[m.end():] if m else emitted
+            if "{t}" in pattern:
+                args = re.match(r"\s*<(.*)>\s*$", rest, re.S)
+                if not args:
+                    raise Untranslatable(f"{rule} without a template argument", line)
+                return s.spell(pattern, t=args.group(1).strip())
+            return s.spell(pattern) + rest
+    if key.split("::")[0] in _NAMESPACES or key.startswith("CPU_CAPABILITY"):
+        raise Untranslatable(f"{key} has no Metal translation (mpsgen.facts.translate)", line)
+    if key.split("::")[0] in ("scalar_t", "T") and call:
+        raise Untranslatable(f"{key} (a member of the scalar type) has no Metal translation", line)
+    return _children(source, node, s)
+
+
+def _return_expression(source: Source, body: Syntax) -> Syntax | None:
+    statements = [c for c in body.children if c.kind not in ("{", "}", "comment")]
+    if len(statements) == 1 and statements[0].kind == "return_statement":
+        values = [c for c in statements[0].children if c.kind not in ("return", ";", "comment")]
+        return values[0] if len(values) == 1 else None
+    return None
+
+
+def translate_lambda(source: Source, lam, *, name: str, operands: tuple[str, ...], metal: str, c10: str,
+                     c10_functions: frozenset[str], known: Callable[[str], bool]) -> Translation:
+    """The lambda as one expression over `operands` (its parameters, in order), or as a helper
+    `<name>_scalar` the expression calls. Raises `Untranslatable` with the reason and line."""
+    params = [p for _, p in lam.params]
+    if len(params) != len(operands):
+        raise Untranslatable(f"the lambda takes {len(params)} values, the functor {len(operands)}", lam.line)
+    if lam.captures not in ("[]", "[=]", "[&]"):
+        raise Untranslatable(f"the lambda captures {lam.captures}: values the host computes (the op's scalars)", lam.line)
+    s = _Spelling(metal, c10, c10_functions, known, locals=set(params))
+    ret = _return_expression(source, lam.body)
+    if ret is not None:
+        expr = _emit(source, ret, s)
+        free = _free_names(source, ret, set(params))
+        if free:
+            raise Untranslatable(f"the lambda uses {free[0]}, a value the host computes (captured by {lam.captures})",
+                                 lam.line)
+        if not re.search(r"\b(?:scalar_t|T)\b", expr):
+            renamed = _rename(source, ret, dict(zip(params, operands)), s)
+            return Translation(" ".join(renamed.split()), (), tuple(s.needs))
+    body = _emit(source, lam.body, s)
+    free = _free_names(source, lam.body, set(params) | s.locals)
+    if free:
+        raise Untranslatable(f"the lambda uses {free[0]}, a value the host computes (captured by {lam.captures})",
+                             lam.line)
+    returns = TYPES.get(lam.returns, lam.returns) or "scalar_t"
+    signature = ", ".join(f"{_type(t)} {p}" for t, p in lam.params)
+    helper = f"template <typename scalar_t>\ninline {returns} {name}_scalar({signature}) {_dedent(body)}\n"
+    return Translation(f"{name}_scalar({', '.join(operands)})", (helper,), tuple(s.needs))
+
+
+def translate_function(source: Source, node: Syntax, *, metal: str, c10: str, c10_functions: frozenset[str],
+                       known: Callable[[str], bool]) -> Translation:
+    """A helper definition (a template included) in Metal's spelling; `needs`: what it calls."""
+    s = _Spelling(metal, c10, c10_functions, known, locals=_parameter_names(source, node))
+    text = _emit(source, node, s)
+    return Translation("", (_dedent(text.strip()) + "\n",), tuple(s.needs))
+
+
+def _type(text: str) -> str:
+    return TYPES.get(text.strip(), text.strip())
+
+
+def _parameter_names(source: Source, node: Syntax) -> set[str]:
+    names = set()
+    for n in node.walk():
+        if n.kind in ("parameter_declaration", "optional_parameter_declaration"):
+            d = n.child("declarator")
+            if d is not None:
+                names.add(source.text_of(d).lstrip("&*").strip())
+        if n.kind == "function_declarator":
+            d = n.child("declarator")
+            if d is not None:
+                names.add(source.text_of(d))  # recursion calls itself
+    return names
+
+
+def _free_names(source: Source, node: Syntax, bound: set[str]) -> list[str]:
+    """Identifiers used as values that are neither parameters nor declared in the code."""
+    declared = set(bound)
+    for n in node.walk():
+        if n.kind in ("init_declarator",):
+            d = n.child("declarator")
+            if d is not None:
+                declared.add(source.text_of(d).split("[")[0].strip())
+        if n.kind == "declaration":
+            for d in n.children:
+                if d.field == "declarator" and d.kind == "identifier":
+                    declared.add(source.text_of(d))
+        if n.kind == "for_range_loop":
+            d = n.child("declarator")
+            if d is not None:
+                declared.add(source.text_of(d))
+    free = []
+    for n in node.walk():
+        if n.kind == "identifier" and n.field not in ("function", "declarator", "name", "field"):
+            name = source.text_of(n)
+            if name not in declared and not name.isupper() and name not in free:
+                free.append(name)
+    return free
+
+
+def _rename(source: Source, node: Syntax, mapping: dict[str, str], s: _Spelling) -> str:
+    """The expression emitted with its parameters renamed to the functor's operands."""
+    s.renames = {(n.start, n.end): mapping[source.text_of(n)] for n in node.walk()
+                 if n.kind == "identifier" and n.field != "function" and source.text_of(n) in mapping}
+    try:
+        return _emit(source, node, s)
+    finally:
+        s.renames = {}
+
+
+def _dedent(text: str) -> str:
+    lines = text.splitlines()
+    if len(lines) < 2:
+        return text
+    indents = [len(l) - len(l.lstrip()) for l in lines[1:] if l.strip()]
+    cut = max(0, min(indents) - 2) if indents else 0
+    return "\n".join([lines[0]] + [l[cut:] if l[:cut].strip() == "" else l.lstrip() for l in lines[1:]])

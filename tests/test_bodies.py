@@ -1,0 +1,194 @@
+"""The body resolver (mpsgen.facts.bodies) and its sources, end to end on the miniature: every
+derived body is run by `try` against torch's CPU op for every dtype it registers, a forced source
+with nothing is exit 2 with its reason, a body that fails is not written."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mpsgen.commands.migrate import plan_migrate
+from mpsgen.commands.newop import plan_new_op
+from mpsgen.commands.tryop.reference import torch_unavailable
+from mpsgen.errors import MpsgenError
+from mpsgen.facts import bodies, translate
+from mpsgen.facts.bodies import BODY_CHOICES, SOURCES, BodyRequest, GraphSource, placeholder_comment, resolve_body
+from mpsgen.facts.bodyoffer import BodyOffer, NoBody
+from mpsgen.facts.resolve import Options, resolve_op
+from mpsgen.facts.views import Views
+from mpsgen.edit.workspace import Workspace
+from mpsgen.model import Location
+from mpsgen.read.checkout import Checkout
+from mpsgen.read.kernelfile import NamespacePrefixes
+from mpsgen.read.metalhost.compiler import find_compiler
+from support import FIXTURE_CHECKOUT, copy_checkout, needs, run_cli
+
+needs_try = needs(torch_unavailable() or (None if find_compiler()[0] else "no C++ compiler (g++/clang++) on PATH"))
+
+
+def _request(op: str, mode: str = "new-op", root=FIXTURE_CHECKOUT) -> BodyRequest:
+    views = Views(Workspace(Checkout(root)))
+    spec = resolve_op(views, op, Options(), mode)
+    return BodyRequest(views, spec.facts, op, spec.functor, spec.arity, spec.alpha, None, NamespacePrefixes("", ""),
+                       frozenset({"hypot", "xlogy"}))
+
+
+def _plan(root, command: str, op: str, **options):
+    planner = plan_new_op if command == "new-op" else (lambda c, o, opts: plan_migrate(c, (o,), opts))
+    return planner(Checkout(root), op, Options(**options))
+
+
+def test_sources_are_declared_in_the_issues_order():
+    assert [s.name for s in SOURCES] == ["expr", "catalog", "c10", "cpu", "graph"]
+    assert BODY_CHOICES == ("auto", "catalog", "c10", "cpu", "graph")
+
+
+def test_cli_body_choices_are_the_resolvers():
+    from mpsgen.cli import BODY_CHOICES as CLI
+
+    assert CLI == BODY_CHOICES
+
+
+def test_the_catalog_answers_first_and_the_others_are_not_asked():
+    resolution = resolve_body(_request("hypot"))
+    assert resolution.chosen.source == "catalog" and [a.source for a in resolution.answers] == ["catalog"]
+    assert resolution.chosen.location.path == "mpsgen/facts/catalog.toml"
+
+
+def test_c10_source_offers_the_checkouts_function_with_its_line():
+    offer = resolve_body(_request("hypot"), forced="c10").chosen
+    assert (offer.expr, offer.location, offer.describe) == ("hypot(a, b)", Location("c10/metal/utils.h", 107),
+                                                            "c10::metal::hypot")
+
+
+def test_cpu_source_brings_the_helpers_along_callees_first():
+    offer = resolve_body(_request("hypot"), forced="cpu").chosen
+    assert offer.expr == "calc_hypot(a, b)" and offer.location == Location("aten/src/ATen/native/cpu/BinaryOpsKernel.cpp", 52)
+    assert [re.search(r"(\w+)\(T", h).group(1) for h in offer.helpers] == ["hypot_sum_of_squares", "calc_hypot"]
+    assert offer.supports == ("float",)
+
+
+def test_cpu_source_groups_and_output_from_the_dispatch_list():
+    assert resolve_body(_request("heaviside"), forced="cpu").chosen.supports == ("float", "integer", "bool")
+    assert resolve_body(_request("atan2", "migrate"), forced="cpu").chosen.supports == ("float", "int2float")
+    fmod = resolve_body(_request("fmod", "migrate"), forced="cpu").chosen  # the float branch; ints raise on CPU
+    assert (fmod.expr, fmod.supports) == ("fmod(a, b)", ("float",))
+
+
+def test_cpu_source_refuses_a_helper_it_cannot_bring_naming_it():
+    answer = resolve_body(_request("special_ndtri"), forced="cpu").answers[0]
+    assert isinstance(answer, NoBody) and answer.location == Location("aten/src/ATen/native/Math.h", 43)
+    assert answer.reason == ("ndtri_kernel's lambda calls calc_ndtri (aten/src/ATen/native/Math.h:35), which cannot be "
+                             "brought along: std::frexp has no Metal translation (mpsgen.facts.translate)")
+
+
+def test_graph_source_adapts_any_callable():
+    seen = []
+
+    def stand_in(views, facts):
+        seen.append(facts.op)
+        return BodyOffer("graph", "a + b", Location("aten/src/ATen/native/mps/operations/BinaryOps.mm", 7),
+                         "hypot's MPSGraph graph")
+
+    sources = (SOURCES[0], SOURCES[1], GraphSource(stand_in))
+    resolution = resolve_body(_request("hypot"), forced="graph", sources=sources)
+    assert seen == ["hypot"] and resolution.chosen.expr == "a + b"
+    assert resolve_body(_request("hypot"), forced="graph", sources=(GraphSource(None),)).answers[0].reason == (
+        "the MPSGraph source (mpsgen.facts.graphbody) is not part of this build")
+    assert isinstance(GraphSource(lambda v, f: "nonsense").offer(_request("hypot")), NoBody)
+
+
+def test_a_rejected_source_answers_with_its_reason_and_the_next_is_asked():
+    resolution = resolve_body(_request("hypot"), rejected={"catalog": "try failed: float: 1 of 2 differ"},
+                              sources=SOURCES[1:4])
+    assert [a.source for a in resolution.answers] == ["catalog", "c10"]
+    assert resolution.answers[0].reason == "try failed: float: 1 of 2 differ"
+    assert resolution.chosen.source == "c10"
+
+
+def test_placeholder_comment_quotes_every_answer():
+    lines = placeholder_comment((NoBody("catalog", "no body"), NoBody("cpu", "calls f", Location("x.cpp", 3)),
+                                 BodyOffer("c10", "f(a)", Location("c10/metal/utils.h", 9), "c10::metal::f")))
+    assert lines == ("catalog: no body", "cpu: calls f (x.cpp:3)", "c10: c10::metal::f (c10/metal/utils.h:9): f(a)")
+
+
+def test_forced_source_without_a_body_is_exit_2_with_its_reason(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "new-op", "special_ndtri", "--body", "c10", "--dry-run"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "mpsgen: error: --body c10: no body for special_ndtri: the checkout's c10/metal headers define none of "
+        "special_ndtri, ndtri, ndtri_forward (choose another source with --body, or write one with --expr)")
+
+
+def test_expr_and_body_together_are_refused(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "new-op", "hypot", "--body", "cpu", "--expr", "a + b", "--dry-run"])
+    assert result.exit_code == 2 and "--expr and --body cpu both choose the body" in result.stderr
+
+
+# every derived body the miniature's sources give, run by try for every dtype it registers
+DERIVED = [
+    ("new-op", "hypot", "cpu"), ("new-op", "copysign", "cpu"), ("new-op", "heaviside", "cpu"),
+    ("migrate", "atan2", "cpu"), ("migrate", "xlogy", "cpu"), ("migrate", "xlogy", "c10"),
+    ("migrate", "frac", "cpu"), ("migrate", "sign", "cpu"),
+]
+
+
+@needs_try
+@pytest.mark.parametrize(("command", "op", "source"), DERIVED)
+def test_every_derived_body_passes_try_for_every_registered_dtype(tmp_path, command, op, source):
+    plan = _plan(copy_checkout(tmp_path), command, op, body=source)
+    notes = [n.message for n in plan.notes]
+    assert any(re.fullmatch(rf"{op}: checked: \d+ values match torch's CPU op", n) for n in notes), notes
+    assert any(n.startswith("body: from ") and (source == "c10") == ("c10::metal::" in n) for n in notes), notes
+
+
+@needs_try
+def test_the_summary_names_the_source_with_path_and_line(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "migrate", "atan2", "--body", "cpu", "--dry-run", "--format", "plain"])
+    assert result.exit_code == 0, result.stderr
+    assert "note: body: from aten/src/ATen/native/cpu/BinaryOpsKernel.cpp:28, atan2's CPU kernel" in result.stderr
+    assert re.search(r"note: atan2: checked: \d+ values match torch's CPU op", result.stderr)
+    assert "  return static_cast<T>(precise::atan2(a, b));" in result.stdout.replace("+  ", "  ")
+
+
+@needs_try
+def test_a_forced_body_that_fails_try_is_exit_2_with_the_failing_values(tmp_path):
+    # the miniature's c10::metal::hypot takes max/min of its arguments as given (as 2.13's does)
+    with pytest.raises(MpsgenError) as caught:
+        _plan(copy_checkout(tmp_path), "new-op", "hypot", body="c10")
+    assert caught.value.message.startswith("--body c10: no body for hypot: try failed: float: ")
+    assert "(0.0, -1.0) gave nan, want 1.0" in caught.value.message
+
+
+@needs_try
+def test_a_wrong_translation_rule_is_caught_by_try_and_the_placeholder_quotes_the_values(tmp_path, monkeypatch):
+    monkeypatch.setitem(translate.FUNCTIONS, "std::atan2", "{m}precise::pow")  # wrong on purpose
+    monkeypatch.setattr(bodies, "lookup", lambda name: None)  # the catalog off: auto reaches the CPU source
+    root = copy_checkout(tmp_path)
+    plan = _plan(root, "migrate", "atan2")
+    kernel = next(e.after for e in plan.edits if e.path.endswith("BinaryKernel.metal"))
+    functor = kernel[kernel.index("struct atan2_functor"):]
+    assert "#error" in functor and "pow" not in functor
+    comment = " ".join(line.strip(" /") for line in functor.splitlines() if line.lstrip().startswith("//"))
+    assert "cpu: try failed: float: " in comment and " gave " in comment and "want" in comment
+    assert any("atan2: body from atan2's CPU kernel not written: try failed" in n.message for n in plan.notes)
+
+
+def test_without_torch_or_a_compiler_the_plan_says_not_checked(tmp_path, monkeypatch):
+    from mpsgen.commands import bodycheck
+
+    monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "torch is not importable (pip install torch==2.13.0)")
+    plan = _plan(copy_checkout(tmp_path), "new-op", "copysign", body="cpu")
+    assert "copysign: body from copysign's CPU kernel not checked: torch is not importable (pip install torch==2.13.0)" \
+        in [n.message for n in plan.notes]
+
+
+def test_body_is_refused_where_the_sources_do_not_apply(tmp_path):
+    root = copy_checkout(tmp_path)
+    result = run_cli(["-C", str(root), "migrate", "softplus", "--body", "cpu", "--dry-run"])
+    assert result.exit_code == 2
+    assert "--body cpu: softplus is a params kernel (several scalars)" in result.stderr
