@@ -528,7 +528,11 @@ class _Reader:
             if callee == "graph":
                 return GraphNode("graph", "", (), where)
         if callee in _PLACEHOLDERS and args:
-            named = [_text(n, source) for a in args[1:] for n in _walk(a) if n.type == "identifier"]
+            # the tensor a placeholder stands for: a direct argument, else the one whose shape it takes
+            # (`getMPSShape(self)`); a dtype alone (`getMPSScalarType(self)`: a scalar's) is not one
+            named = [_text(a, source) for a in args[1:] if a.type == "identifier"] or [
+                _text(n, source) for a in args[1:] if "Shape" in _text(a, source) for n in _walk(a)
+                if n.type == "identifier"]
             tensor = next((env[n] for n in named if n in env and env[n].kind == "input"), None)
             # a placeholder of none of the inputs (the output's, overwritten later) is no input
             return tensor if tensor is not None else GraphNode("other", _one_line(_text(node, source)), (), where)
