@@ -168,6 +168,8 @@ def test_a_forced_body_that_fails_try_is_exit_2_with_the_failing_values(tmp_path
 def test_a_wrong_translation_rule_is_caught_by_try_and_the_placeholder_quotes_the_values(tmp_path, monkeypatch):
     monkeypatch.setitem(translate.FUNCTIONS, "std::atan2", "{m}precise::pow")  # wrong on purpose
     monkeypatch.setattr(bodies, "lookup", lambda name: None)  # the catalog off: auto reaches the CPU source
+    graph = next(s for s in bodies.SOURCES if s.name == "graph")  # and the graph's body (right) is not offered
+    monkeypatch.setattr(graph, "graph_body", lambda views, facts: NoBody("graph", "off in this test"))
     root = copy_checkout(tmp_path)
     plan = _plan(root, "migrate", "atan2")
     kernel = next(e.after for e in plan.edits if e.path.endswith("BinaryKernel.metal"))

@@ -52,7 +52,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from mpsgen.commands.confirm import migrate_refusal
-from mpsgen.edit.pipeline import body_resolution
+from mpsgen.edit.pipeline import choose_body
 from mpsgen.edit.params import params_candidate
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
@@ -370,13 +370,12 @@ def derived_body(views: Views, op: str, mode: str) -> tuple[str | None, str]:
     (`migrate`/`new-op` also run the body through try before writing it)."""
     try:
         spec = resolve_op(views, op, Options(), mode)
-        resolution = body_resolution(views, spec, Options())
+        body, _ = choose_body(views, spec, Options())
     except MpsgenError:
         return None, ""
-    chosen = resolution.chosen
-    if chosen is not None and chosen.source in ("c10", "cpu", "graph"):
-        return f"{chosen.describe} ({chosen.location})", ""
-    lacked = "".join(f"; {a.source}: {a.reason}" for a in resolution.answers
+    if body.derived:
+        return f"{body.describe} ({body.location})", ""
+    lacked = "".join(f"; {a.source}: {a.reason}" for a in body.answers
                      if a.source not in ("catalog", "expr") and isinstance(a, NoBody))
     return None, lacked
 

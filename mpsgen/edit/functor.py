@@ -19,6 +19,7 @@ from mpsgen.read.kernelfile import NamespacePrefixes
 
 OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
 ARITY_WORDS = {1: "unary", 2: "binary", 3: "ternary"}
+_CAST = re.compile(r"\b(static_cast)\s*<\s*[A-Za-z_][\w:]*\s*>(?=\s*\()")
 _FORBIDDEN = {";": "a semicolon", "{": "a brace", "}": "a brace", "#": "a preprocessor `#`",
               "\n": "a newline", "\r": "a newline", "\\": "a backslash", '"': "a string", "'": "a character literal"}
 _TOKEN = re.compile(r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFuU]?)|(?P<name>[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)|(?P<op>\*\*|::|[-+*/%<>=!&|^~?:,.()\[\]]+))")
@@ -52,6 +53,8 @@ def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] =
         raise MpsgenError("--expr must not contain a comment", hint="remove the comment")
     if not expr.strip():
         raise MpsgenError("--expr is empty", hint=f"write one expression over {', '.join(operands)}")
+    # a C++ cast names its type between angle brackets: read `static_cast<bool>(x)` as the call `static_cast(x)`
+    expr = _CAST.sub(r"\1", expr)
     depth, pos = 0, 0
     tokens = []
     while pos < len(expr):

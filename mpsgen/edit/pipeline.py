@@ -87,15 +87,8 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                 hint="pass --dtypes to choose the dtype groups to register",
             )
         body = Body("existing", groups, groups, f"the existing {spec.functor}_functor")
-    else:
-        refuse_uncalled_groups(spec.facts, options.dtypes)
-        body = find_body(body_resolution(views, spec, options), op=spec.op, name=spec.functor, arity=spec.arity,
-                         alpha=spec.alpha, expr=options.expr, dtypes=options.dtypes, forced=options.body,
-                         alpha_name=spec.alpha_name)
-    groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
-                           explicit=groups if existing else options.dtypes, body=body.describe,
-                           minimal=body.source == "placeholder")
-    if existing:
+        groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults, explicit=groups,
+                               body=body.describe)
         notes = ()
         if spec.compiled is not None:
             compiled = spec.compiled
@@ -103,6 +96,8 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                                   f"{compiled.kernel_file} already compiles ({', '.join(groups)}): no second functor; "
                                   f"{compiled.why}", compiled.location),)
         return KernelChoice("existing", "", (), torch_dtypes_for(groups), notes=notes)
+    refuse_uncalled_groups(spec.facts, options.dtypes)
+    body, groups = choose_body(views, spec, options)
 
     c10_functions = checkout_functions(views.ws, disk_cache=views.disk_cache)
     kernel_text = views.ws.read(spec.kernel_file)
@@ -121,6 +116,25 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
         notes += (Note("info", f"body: from {body.location}, {body.describe}"),)
     return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
                         notes=notes, body=body)
+
+
+def choose_body(views: Views, spec: OpSpec, options: Options) -> tuple[Body, tuple[str, ...]]:
+    """The functor's body (`find_body` over the resolver's answer) and its dtype groups
+    (`choose_groups`). A derived body serving fewer dtypes than the tests expect is turned down as
+    one failing `try` is: the next source is asked, else the placeholder (which takes every group)."""
+    while True:
+        body = find_body(body_resolution(views, spec, options), op=spec.op, name=spec.functor, arity=spec.arity,
+                         alpha=spec.alpha, expr=options.expr, dtypes=options.dtypes, forced=options.body,
+                         alpha_name=spec.alpha_name)
+        try:
+            return body, choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
+                                       explicit=options.dtypes, body=body.describe,
+                                       minimal=body.source == "placeholder")
+        except MpsgenError as exc:
+            if not body.derived or options.body != "auto":
+                raise
+            why = f"its body serves {', '.join(body.supports)} only, and {exc.message.split(': ', 1)[-1]}"
+            options = replace(options, rejected=options.rejected + ((body.source, why),))
 
 
 def body_resolution(views: Views, spec: OpSpec, options: Options) -> BodyResolution:

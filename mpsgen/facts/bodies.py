@@ -14,8 +14,9 @@ driver, `resolve_body`, asks them in the declared order `SOURCES` and keeps ever
              by `mpsgen.facts.translate` with the helpers it calls brought along (same file, or a
              header it includes that the checkout has); its `AT_DISPATCH_*` list gives the dtype
              groups, its `-> bool` a bool output;
-5. `graph`   the legacy MPSGraph code (`mpsgen.facts.graphbody.graph_body`, where that module is
-             part of the build; `GraphSource` adapts any `(views, facts) -> offer` callable).
+5. `graph`   the legacy MPSGraph code (`mpsgen.facts.graphbody.graph_body`: the graph migrate
+             deletes, translated by its selector tables; `GraphSource` adapts any
+             `(views, facts) -> offer` callable, so a test can stand one in).
 
 `--body {catalog,c10,cpu,graph}` asks one source only (`forced`); `auto` takes the first offer.
 A source whose offer failed `try` (`rejected`: source -> why) answers `NoBody` with that reason, so
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 
 from mpsgen.facts.bodyoffer import BodyOffer, NoBody
 from mpsgen.facts.catalog import CATALOG_PATH, _table_line, lookup
+from mpsgen.facts.graphbody import graph_body
 from mpsgen.facts.rules import promotes_int_to_float
 from mpsgen.facts.translate import Untranslatable, translate_function, translate_lambda
 from mpsgen.facts.views import OpFacts, Views
@@ -38,10 +40,6 @@ from mpsgen.read.c10lib import function_sites
 from mpsgen.read.cppsyntax import CpuKernels, ScalarLambda, read_cpu_kernels
 from mpsgen.read.kernelfile import NamespacePrefixes
 
-try:  # h37b's MPSGraph source; the resolver asks it when the module is part of the build
-    from mpsgen.facts.graphbody import graph_body as _graph_body
-except ImportError:  # pragma: no cover - depends on which modules the build has
-    _graph_body = None
 
 CPU_DIR = "aten/src/ATen/native/cpu"
 NATIVE_HEADERS = "aten/src/ATen/native"
@@ -185,7 +183,7 @@ class GraphSource:
         return answer
 
 
-SOURCES = (ExprSource(), CatalogSource(), C10Source(), CpuSource(), GraphSource(_graph_body))
+SOURCES = (ExprSource(), CatalogSource(), C10Source(), CpuSource(), GraphSource(graph_body))
 
 
 def resolve_body(request: BodyRequest, *, forced: str = "auto", rejected: dict[str, str] | None = None,

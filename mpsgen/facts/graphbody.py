@@ -1,0 +1,238 @@
+"""The legacy MPSGraph graph as a body source: `graph_body(views, facts) -> BodyOffer | NoBody`.
+
+The graph `migrate` is about to delete (`mpsgen.read.graphread`) is translated, node by node, into one
+Metal expression over the functor's operands (`x`; `a`, `b`[, `c`]) and, for a params stub, the
+schema's scalar names. The translation is data: `TRANSLATIONS` maps an MPSGraph selector to a Metal
+pattern (`{0}`, `{1}` ... its tensor arguments, in the selector's order), `CASTS` a cast's target to a
+Metal type. A node no row covers (a reduction, a split, a helper of another file, a run-time branch)
+gives `NoBody` naming it with its `path:line`: never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mpsgen.facts.bodyoffer import BodyOffer, NoBody
+from mpsgen.facts.views import OpFacts, Views
+from mpsgen.model import Location
+from mpsgen.read.graphread import Graph, GraphNode, read_graph
+
+SOURCE = "graph"
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str  # Metal, `{i}` the i-th tensor argument
+    boolean: bool = False  # the result is a predicate (a comparison, a logical op, isnan ...)
+
+
+_B = True
+# MPSGraph selector -> Metal. Arithmetic and math compute in the functor's value type (float for
+# floating inputs); a predicate's result is bool.
+TRANSLATIONS: dict[str, Rule] = {
+    # arithmetic
+    "additionWithPrimaryTensor:secondaryTensor:name:": Rule("({0} + {1})"),
+    "subtractionWithPrimaryTensor:secondaryTensor:name:": Rule("({0} - {1})"),
+    "multiplicationWithPrimaryTensor:secondaryTensor:name:": Rule("({0} * {1})"),
+    "divisionWithPrimaryTensor:secondaryTensor:name:": Rule("({0} / {1})"),
+    "negativeWithTensor:name:": Rule("(-{0})"),
+    "squareWithTensor:name:": Rule("({0} * {0})"),
+    "reciprocalWithTensor:name:": Rule("(1.0f / {0})"),
+    "powerWithPrimaryTensor:secondaryTensor:name:": Rule("pow({0}, {1})"),
+    "maximumWithPrimaryTensor:secondaryTensor:name:": Rule("c10::metal::max({0}, {1})"),
+    "minimumWithPrimaryTensor:secondaryTensor:name:": Rule("c10::metal::min({0}, {1})"),
+    # comparisons
+    "equalWithPrimaryTensor:secondaryTensor:name:": Rule("({0} == {1})", _B),
+    "notEqualWithPrimaryTensor:secondaryTensor:name:": Rule("({0} != {1})", _B),
+    "lessThanWithPrimaryTensor:secondaryTensor:name:": Rule("({0} < {1})", _B),
+    "lessThanOrEqualToWithPrimaryTensor:secondaryTensor:name:": Rule("({0} <= {1})", _B),
+    "greaterThanWithPrimaryTensor:secondaryTensor:name:": Rule("({0} > {1})", _B),
+    "greaterThanOrEqualToWithPrimaryTensor:secondaryTensor:name:": Rule("({0} >= {1})", _B),
+    "isNaNWithTensor:name:": Rule("isnan({0})", _B),
+    "isInfiniteWithTensor:name:": Rule("isinf({0})", _B),
+    "isFiniteWithTensor:name:": Rule("isfinite({0})", _B),
+    "signbitWithTensor:name:": Rule("signbit({0})", _B),
+    # logical
+    "notWithTensor:name:": Rule("(!{0})", _B),
+    "logicalANDWithPrimaryTensor:secondaryTensor:name:": Rule("({0} && {1})", _B),
+    "logicalORWithPrimaryTensor:secondaryTensor:name:": Rule("({0} || {1})", _B),
+    "logicalXORWithPrimaryTensor:secondaryTensor:name:": Rule("({0} != {1})", _B),
+    "logicalNANDWithPrimaryTensor:secondaryTensor:name:": Rule("(!({0} && {1}))", _B),
+    "logicalNORWithPrimaryTensor:secondaryTensor:name:": Rule("(!({0} || {1}))", _B),
+    # select, clamp
+    "selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor:name:": Rule("({0} ? {1} : {2})"),
+    "clampWithTensor:minValueTensor:maxValueTensor:name:": Rule("min(max({0}, {1}), {2})"),
+    "reLUWithTensor:name:": Rule("max({0}, 0.0f)"),
+    # unary math
+    "absoluteWithTensor:name:": Rule("abs({0})"),
+    "signWithTensor:name:": Rule("(({0} > 0) - ({0} < 0))"),
+    "floorWithTensor:name:": Rule("floor({0})"),
+    "ceilWithTensor:name:": Rule("ceil({0})"),
+    "truncateWithTensor:name:": Rule("trunc({0})"),
+    "roundWithTensor:name:": Rule("rint({0})"),
+    "squareRootWithTensor:name:": Rule("sqrt({0})"),
+    "reverseSquareRootWithTensor:name:": Rule("rsqrt({0})"),
+    "exponentWithTensor:name:": Rule("exp({0})"),
+    "exponentBase2WithTensor:name:": Rule("exp2({0})"),
+    "exponentBase10WithTensor:name:": Rule("exp10({0})"),
+    "logarithmWithTensor:name:": Rule("log({0})"),
+    "logarithmBase2WithTensor:name:": Rule("log2({0})"),
+    "logarithmBase10WithTensor:name:": Rule("log10({0})"),
+    "sinWithTensor:name:": Rule("sin({0})"),
+    "cosWithTensor:name:": Rule("cos({0})"),
+    "tanWithTensor:name:": Rule("tan({0})"),
+    "asinWithTensor:name:": Rule("asin({0})"),
+    "acosWithTensor:name:": Rule("acos({0})"),
+    "atanWithTensor:name:": Rule("atan({0})"),
+    "sinhWithTensor:name:": Rule("sinh({0})"),
+    "coshWithTensor:name:": Rule("cosh({0})"),
+    "tanhWithTensor:name:": Rule("tanh({0})"),
+    "asinhWithTensor:name:": Rule("precise::asinh({0})"),
+    "acoshWithTensor:name:": Rule("precise::acosh({0})"),
+    "atanhWithTensor:name:": Rule("precise::atanh({0})"),
+    "atan2WithPrimaryTensor:secondaryTensor:name:": Rule("precise::atan2({0}, {1})"),
+    "sigmoidWithTensor:name:": Rule("(1.0f / (1.0f + exp(-{0})))"),
+    "softPlusWithTensor:name:": Rule("log(1.0f + exp({0}))"),
+    "erfWithTensor:name:": Rule("c10::metal::erf({0})"),
+}
+# constants: the scalar (a literal or a scalar parameter) is the value; shape and dtype follow the operands
+CONSTANTS = frozenset({"constantWithScalar:dataType:", "constantWithScalar:shape:dataType:"})
+# a cast's target (C++ ScalarType or MPSDataType) -> Metal type
+CASTS: dict[str, str] = {
+    "ScalarType::Bool": "bool",
+    "MPSDataTypeBool": "bool",
+    "ScalarType::Float": "float",
+    "MPSDataTypeFloat32": "float",
+    "ScalarType::Half": "half",
+    "MPSDataTypeFloat16": "half",
+    "ScalarType::Int": "int",
+    "MPSDataTypeInt32": "int",
+    "ScalarType::Long": "long",
+    "MPSDataTypeInt64": "long",
+}
+OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
+
+
+class Untranslatable(Exception):
+    def __init__(self, what: str, location: Location | None):
+        super().__init__(what)
+        self.what = what
+        self.location = location
+
+
+@dataclass(frozen=True)
+class Translation:
+    expr: str
+    boolean: bool  # the result is a predicate: the op writes bool
+    casts: tuple[str, ...]  # Metal types the graph casts to
+
+
+def translate(node: GraphNode, operands: tuple[str, ...]) -> Translation:
+    """The Metal expression of a graph (`Untranslatable` names the first node no row covers)."""
+    casts: list[str] = []
+
+    def walk(n: GraphNode) -> tuple[str, bool]:
+        if n.kind == "input":
+            return operands[int(n.name)], False
+        if n.kind == "scalar":
+            return n.name, False
+        if n.kind == "number":
+            return _float_literal(n.name), False
+        if n.kind == "cast":
+            to = CASTS.get(n.name)
+            if to is None:
+                raise Untranslatable(f"a cast to {n.name}", n.location)
+            casts.append(to)
+            inner, _ = walk(n.args[0])
+            return f"static_cast<{to}>({inner})", to == "bool"
+        if n.kind == "send":
+            if n.name in CONSTANTS:
+                value = n.args[0] if n.args else None
+                if value is None or value.kind not in ("number", "scalar"):
+                    raise Untranslatable(f"[graph {n.name}] of a value mpsgen cannot read", n.location)
+                return walk(value)
+            rule = TRANSLATIONS.get(n.name)
+            if rule is None:
+                raise Untranslatable(f"MPSGraph {n.name.split(':')[0]}", n.location)
+            args = [walk(a)[0] for a in n.args]
+            try:
+                return rule.pattern.format(*args), rule.boolean
+            except IndexError:
+                raise Untranslatable(f"MPSGraph {n.name} with {len(args)} tensor arguments", n.location) from None
+        raise Untranslatable(f"`{n.name}`", n.location)
+
+    expr, boolean = walk(node)
+    return Translation(expr, boolean, tuple(dict.fromkeys(casts)))
+
+
+def _float_literal(text: str) -> str:
+    if any(c in text for c in ".eE"):
+        return f"{text}f"
+    return f"{text}.0f"
+
+
+def legacy_graphs(views: Views, facts: OpFacts) -> list[Graph]:
+    """The graphs of the op's legacy kernels (the `MPS:` lines migrate deletes), out= kernel first."""
+    kernels = sorted(facts.legacy_kernels, key=lambda k: ("out" not in k, k))
+    found = []
+    for kernel in kernels:
+        for rel in views.host_files():
+            text = views.ws.read(rel)
+            if kernel not in text:
+                continue
+            definitions = views.definitions(rel)
+            if not any(d.name == kernel or kernel in d.args for d in definitions):
+                continue
+            found.append(read_graph(text, rel, kernel, definitions))
+            break
+    return found
+
+
+def graph_body(views: Views, facts: OpFacts) -> BodyOffer | NoBody:
+    """A body from the op's legacy MPSGraph graph, or why there is none."""
+    if not facts.legacy_kernels:
+        return NoBody(SOURCE, f"{facts.op} has no legacy MPS kernel (no `MPS:` dispatch line) to read a graph from")
+    graphs = legacy_graphs(views, facts)
+    if not graphs:
+        return NoBody(SOURCE, f"the legacy kernels of {facts.op} ({', '.join(sorted(facts.legacy_kernels))}) "
+                              f"are defined in no operations/*.mm file")
+    first_reason: NoBody | None = None
+    for graph in graphs:
+        offer = _offer(facts, graph)
+        if isinstance(offer, BodyOffer):
+            return offer
+        first_reason = first_reason or offer
+    return first_reason
+
+
+def _offer(facts: OpFacts, graph: Graph) -> BodyOffer | NoBody:
+    if graph.output is None:
+        return NoBody(SOURCE, f"{graph.function}: {graph.why}", graph.why_location or graph.location)
+    operands = OPERANDS.get(len(graph.inputs))
+    if operands is None:
+        return NoBody(SOURCE, f"{graph.function} takes {len(graph.inputs)} tensors: no functor shape for that",
+                      graph.location)
+    try:
+        out = translate(graph.output, operands)
+    except Untranslatable as exc:
+        where = f" at {exc.location}" if exc.location else ""
+        return NoBody(SOURCE, f"{graph.function}'s graph uses {exc.what}{where}: no Metal translation for it",
+                      exc.location or graph.location)
+    # bool inputs: a graph that casts its inputs to bool reads any dtype as a truth value
+    supports = ("float", "integer", "bool") if "bool" in out.casts and not _casts_only_output(graph) else ("float",)
+    notes = "; ".join(graph.notes)
+    describe = f"{facts.op}'s MPSGraph graph ({graph.function})" + (f"; {notes}" if notes else "")
+    return BodyOffer(SOURCE, out.expr, graph.location, describe, output="bool" if out.boolean else "",
+                     supports=supports)
+
+
+def _casts_only_output(graph: Graph) -> bool:
+    """The graph's only bool cast is of its result (signbit: `castMPSTensor(graph, signbit(x), Bool)`)."""
+    return graph.output is not None and graph.output.kind == "cast" and not any(
+        n.kind == "cast" for n in _nodes(graph.output.args[0]))
+
+
+def _nodes(node: GraphNode):
+    yield node
+    for a in node.args:
+        yield from _nodes(a)
