@@ -85,6 +85,22 @@ def test_compare_counts_mismatches_and_errors_against_the_tolerance():
     assert [m.inputs for m in result.examples] == [(3.0,)]
 
 
+def test_cpu_overflowing_in_an_intermediate_is_a_match_only_where_the_value_is_finite_and_given():
+    inf, big = math.inf, 3.4e38
+    inputs = Inputs("float", ((big, big, big, big, math.nan),))
+    want = (inf, inf, inf, -inf, math.nan)  # the CPU op's: inf, and NaN for a NaN input
+    wide = {0: 2.1e38, 1: 2.1e38, 2: inf, 3: -2.1e38, 4: math.nan}.get  # in float64, rounded to float
+    got = (2.1e38, 3.4e38, 3.0e38, -2.1e38, 1.0)
+    result = compare(inputs, got, want, "float", wide=wide)
+    # case 0 and 3: CPU overflowed, the kernel gives the value; case 1: a wrong value there; case 2:
+    # the value itself overflows, so a finite kernel value is wrong; case 4: NaN in, NaN wanted
+    assert ([m.got for m in result.examples], result.cpu_overflows) == ([3.4e38, 3.0e38, 1.0], 2)
+    assert "matches CPU except where CPU overflows in an intermediate: 2 cases" in result.note
+    without = compare(inputs, got, want, "float")  # no float64 reference (integer inputs): no rule
+    assert (without.mismatches, without.cpu_overflows) == (5, 0)
+    assert compare(Inputs("int", ((1,),)), (5,), (6,), "int", wide=lambda i: 5).mismatches == 1  # exact types: never
+
+
 def test_integer_outputs_must_match_exactly():
     inputs = Inputs("int", ((5, 6),))
     assert compare(inputs, (5, 7), (5, 6), "int").mismatches == 1
