@@ -81,7 +81,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
             )
         body = Body("existing", groups, groups, f"the existing {spec.functor}_functor")
     else:
-        refuse_uncalled_groups(spec.facts, options.dtypes)
+        uncalled = refuse_uncalled_groups(spec.facts, options.dtypes)
         body = find_body(op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
                          expr=options.expr, dtypes=options.dtypes)
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
@@ -101,8 +101,9 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     macros = kernel.file.own_macros | views.c10_register_macros()
     registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file,
                                       output=body.output)
+    warning = (Note("todo", uncalled, spec.facts.entries[0].location),) if uncalled else ()
     return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
-                        notes=fallback_notes(body, c10_functions))
+                        notes=warning + fallback_notes(body, c10_functions))
 
 
 def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) -> KernelChoice:
