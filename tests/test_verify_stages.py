@@ -218,7 +218,7 @@ def test_build_timeout_kills_the_build(ready, monkeypatch, tmp_path):
     assert code == 1
     assert stage(doc, "build")["reason"] == "timed out after 1 s"
     log = (tmp_path / "logs" / "build.log").read_text(encoding="utf-8")
-    assert log.endswith("mpsgen: timed out; process group killed\n"), log
+    assert "mpsgen: timed out; process group killed\n" in log, log
 
 
 def test_build_command_comes_from_mpsgen_toml(ready):
@@ -277,7 +277,7 @@ def test_test_timeout_kills_the_run(ready, monkeypatch, tmp_path):
     assert result.status == "failed"
     assert [f.message for c in result.checks for f in c.findings] == ["tests timed out after 2 s"]
     log = (tmp_path / "logs" / "tests.log").read_text(encoding="utf-8")
-    assert log.endswith("mpsgen: timed out; process group killed\n"), log
+    assert "mpsgen: timed out; process group killed\n" in log, log
 
 
 def test_grad_runs_the_grad_tests_too(ready):
