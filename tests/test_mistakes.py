@@ -99,14 +99,23 @@ def _console_script() -> str:
     return exe
 
 
+# Ctrl-C at a terminal reaches a process whose SIGINT has its default action. A test run started in
+# the background (`pytest &`, nohup, some CI runners) ignores SIGINT, and an ignored signal stays
+# ignored across exec, so Python would install no handler and the run would never see the signal:
+# the run is started through this exec with SIGINT's default action restored, as at a terminal.
+AS_AT_A_TERMINAL = [sys.executable, "-c",
+                    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                    "os.execv(sys.argv[1], sys.argv[1:])"]
+
+
 def _interrupt_at(argv: list[str], pause: str) -> tuple[list[str], int, str]:
     """Run argv with the stage hook on a socket; wait until the run reports `pause` (where it then
     waits), send SIGINT: (the stages reported, exit code, stderr). No delay is guessed: the signal
     is sent only once the run says it is there, and the run cannot move on before it lands."""
     ours, theirs = socket.socketpair()
     env = dict(os.environ, MPSGEN_TEST_STAGES=str(theirs.fileno()), MPSGEN_TEST_PAUSE=pause)
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-                            pass_fds=(theirs.fileno(),))
+    proc = subprocess.Popen([*AS_AT_A_TERMINAL, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env, pass_fds=(theirs.fileno(),))
     theirs.close()
     reader = ours.makefile("r", encoding="ascii")
     seen = []
@@ -139,8 +148,9 @@ def test_ctrl_c_at_every_stage_exits_130_with_one_line(pause):
 def test_ctrl_c_before_mpsgen_runs_is_pythons_own_and_mentions_no_mpsgen_file():
     """SIGINT as soon as the process exists, wherever it lands (Python starting, mpsgen imported,
     working, or done): one of the outcomes below, never a traceback through mpsgen's files."""
-    proc = subprocess.Popen([_console_script(), "-C", str(FIXTURE_CHECKOUT), "verify", "--all-native",
-                             "--static-only"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*AS_AT_A_TERMINAL, _console_script(), "-C", str(FIXTURE_CHECKOUT), "verify",
+                             "--all-native", "--static-only"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
     if proc.returncode == -signal.SIGINT:
