@@ -10,6 +10,8 @@ import sys
 
 import click
 
+from mpsgen import _stage
+
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 INTERRUPTED = "interrupted; nothing was written"
@@ -32,6 +34,7 @@ def run_guarded(state: _State, func, as_json: bool = False):
     from mpsgen.errors import MpsgenError
 
     try:
+        _stage("command")
         return func()
     except MpsgenError as exc:
         if state.debug:
@@ -114,6 +117,7 @@ class _Main(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
         try:
+            _stage("cli")
             result = super().main(argv, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:  # `mpsgen` alone: the help, exit 2
             exc.show()
@@ -694,9 +698,17 @@ def trace(state, script, script_args, ops_file, save, as_json, markdown, fmt):
 
 
 def _with_progress(func, quiet):
-    """Run `func(progress)` under a live progress display on stderr (when stderr is a terminal)."""
+    """Run `func(progress)` under a live progress display on stderr (when stderr is a terminal).
+    The first progress report is the `working` stage of the test hook (`mpsgen._stage`)."""
+    first = [True]
+
+    def working() -> None:
+        if first[0]:
+            first[0] = False
+            _stage("working")
+
     if quiet or not sys.stderr.isatty():
-        return func(lambda *args: None)
+        return func(lambda *args: working())
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -708,6 +720,7 @@ def _with_progress(func, quiet):
                   TimeElapsedColumn(), console=console, transient=True) as bar:
 
         def progress(stage, done, total, message):
+            working()
             if stage not in tasks:
                 tasks[stage] = bar.add_task(stage, total=total, note="")
             bar.update(tasks[stage], completed=done, total=total, note=message[:60])

@@ -8,10 +8,11 @@ def main() -> None:
     try:
         import signal
 
-        from mpsgen import _interrupted_while_starting
+        from mpsgen import _interrupted_while_starting, _stage
 
         if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
             signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on: KeyboardInterrupt
+        _stage("console")
         from mpsgen.cli import main as cli
 
         cli()

@@ -12,11 +12,13 @@ from pathlib import Path, PurePosixPath
 import pytest
 from hypothesis import settings
 
-# CI runs the property tests with a fixed derivation of examples, so a run is repeatable; locally
-# they explore new examples each time.
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+# No property test has a deadline: hypothesis's default (200 ms an example, and "Unreliable test
+# timings" when a replay is faster) fails a correct test on a loaded machine; how fast an example
+# runs is benchmarks/' business. CI runs the property tests with a fixed derivation of examples, so
+# a run is repeatable; locally they explore new examples each time.
+settings.register_profile("mpsgen", deadline=None)
+settings.register_profile("ci", parent=settings.get_profile("mpsgen"), derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "mpsgen")
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,9 +7,9 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -85,32 +85,92 @@ def test_a_missing_build_directory_names_it_and_the_option(tmp_path):
     assert build["reason"].startswith("no build directory `build/` (configure the build first, or pass --build-dir)")
 
 
-def test_ctrl_c_at_any_moment_exits_130_with_one_line(tmp_path):
-    """SIGINT at increasing delays after start, through the console script: while Python starts (the
-    default action: killed by the signal, nothing printed), while it imports, while it works."""
+# Where a run can be: the stages mpsgen reports through its test hook (`mpsgen._stage`), in order.
+# package: the package imported, its start-up handler set (mpsgen/__init__.py); console: the console
+# script's own handler, before the CLI is imported; cli: click about to parse; command: the command's
+# guarded run about to start; working: its first progress report (verify's static checks begun).
+STAGES = ("package", "console", "cli", "command", "working")
+
+
+def _console_script() -> str:
     exe = shutil.which("mpsgen", path=os.path.dirname(sys.executable))
     if exe is None:
         missing("the mpsgen console script is not installed next to this Python")
-    argv = [exe, "-C", str(FIXTURE_CHECKOUT), "verify", "--all-native", "--static-only"]
-    seen = set()
-    for delay in (0.0, 0.02, 0.04, 0.06, 0.1, 0.15, 0.25, 0.4, 0.7):
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-        seen.add(proc.returncode)
-        if proc.returncode == -signal.SIGINT:
-            # before any code of mpsgen runs: Python's default action, or a KeyboardInterrupt while
-            # the generated console script still looks the package up (no frame in mpsgen's files)
-            assert MPSGEN_DIR not in err, (delay, err)
-            continue
-        if proc.returncode == 1 and err.startswith("Fatal Python error: init_") and MPSGEN_DIR not in err:
-            continue  # Python itself still starting (its streams, its site module), before any code of mpsgen runs
-        if proc.returncode in (0, 1) and err == "":
-            continue  # finished before the signal
-        assert proc.returncode == 130, (delay, proc.returncode, err)
-        assert err == f"mpsgen: {INTERRUPTED}\n", (delay, err)
-    assert 130 in seen
+    return exe
+
+
+# Ctrl-C at a terminal reaches a process whose SIGINT has its default action. A test run started in
+# the background (`pytest &`, nohup, some CI runners) ignores SIGINT, and an ignored signal stays
+# ignored across exec, so Python would install no handler and the run would never see the signal:
+# the run is started through this exec with SIGINT's default action restored, as at a terminal.
+AS_AT_A_TERMINAL = [sys.executable, "-c",
+                    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                    "os.execv(sys.argv[1], sys.argv[1:])"]
+
+
+def _interrupt_at(argv: list[str], pause: str) -> tuple[list[str], int, str]:
+    """Run argv with the stage hook on a socket; wait until the run reports `pause` (where it then
+    waits), send SIGINT: (the stages reported, exit code, stderr). No delay is guessed: the signal
+    is sent only once the run says it is there, and the run cannot move on before it lands."""
+    ours, theirs = socket.socketpair()
+    env = dict(os.environ, MPSGEN_TEST_STAGES=str(theirs.fileno()), MPSGEN_TEST_PAUSE=pause)
+    proc = subprocess.Popen([*AS_AT_A_TERMINAL, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env, pass_fds=(theirs.fileno(),))
+    theirs.close()
+    reader = ours.makefile("r", encoding="ascii")
+    seen = []
+    try:
+        for line in reader:
+            seen.append(line.strip())
+            if seen[-1] == pause:
+                proc.send_signal(signal.SIGINT)
+                break
+        _, err = proc.communicate(timeout=300)  # a hang guard only: the run ends on the signal
+    finally:
+        reader.close()
+        ours.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return seen, proc.returncode, err
+
+
+@pytest.mark.parametrize("pause", STAGES)
+def test_ctrl_c_at_every_stage_exits_130_with_one_line(pause):
+    """SIGINT while the console script imports mpsgen, while it imports the CLI, while click parses,
+    as the command starts and while it works: exit 130, one line, never a traceback."""
+    argv = [_console_script(), "-C", str(FIXTURE_CHECKOUT), "verify", "--all-native", "--static-only"]
+    seen, code, err = _interrupt_at(argv, pause)
+    assert seen == list(STAGES[: STAGES.index(pause) + 1])  # each stage reached once, in order
+    assert (code, err) == (130, f"mpsgen: {INTERRUPTED}\n")
+
+
+def test_ctrl_c_before_mpsgen_runs_is_pythons_own_and_mentions_no_mpsgen_file():
+    """SIGINT as soon as the process exists, wherever it lands (Python starting, mpsgen imported,
+    working, or done): one of the outcomes below, never a traceback through mpsgen's files."""
+    proc = subprocess.Popen([*AS_AT_A_TERMINAL, _console_script(), "-C", str(FIXTURE_CHECKOUT), "verify",
+                             "--all-native", "--static-only"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    if proc.returncode == -signal.SIGINT:
+        # Python's default action, or a KeyboardInterrupt while the generated console script still
+        # looks the package up (no frame in mpsgen's files)
+        assert MPSGEN_DIR not in err, err
+    elif proc.returncode == 1 and err.startswith("Fatal Python error: init_"):
+        assert MPSGEN_DIR not in err, err  # Python itself still starting (its streams, its site module)
+    else:
+        assert (proc.returncode, err) in ((130, f"mpsgen: {INTERRUPTED}\n"), (0, ""), (1, "")), (proc.returncode, err)
+
+
+def test_the_stage_hook_is_inert_without_its_socket(tmp_path):
+    # a descriptor that is not this process's socket: the run goes on as if the hook were unset
+    env = dict(os.environ, MPSGEN_TEST_STAGES="987", MPSGEN_TEST_PAUSE="command")
+    done = subprocess.run([_console_script(), "-C", str(FIXTURE_CHECKOUT), "verify", "hypot", "--static-only",
+                           "--format", "plain"], capture_output=True, text=True, env=env, timeout=300)
+    plain = subprocess.run([_console_script(), "-C", str(FIXTURE_CHECKOUT), "verify", "hypot", "--static-only",
+                            "--format", "plain"], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout, done.stderr) == (plain.returncode, plain.stdout, plain.stderr)
 
 
 @pytest.mark.parametrize(("op", "command"), [("hypot", "new-op"), ("atan2", "migrate"), ("polygamma", None)])

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -23,17 +24,18 @@ def write_lock(root, pid, host=None, started="2026-01-01T00:00:00+0000"):
 
 @pytest.fixture
 def live_pid():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    # alive until the test ends and closes its stdin: no sleep whose length a slow run could outlast
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     yield proc.pid
-    proc.kill()
+    proc.stdin.close()
     proc.wait()
 
 
 @pytest.fixture
 def dead_pid():
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
+    # a pid no process can have (above Linux's PID_MAX_LIMIT, 2**22, and macOS's 99999): a child
+    # that exited would do only until the system hands its pid to another process
+    return 2**22 + 1
 
 
 def test_a_live_holder_stops_the_run_and_is_named(tmp_path, live_pid):
@@ -56,8 +58,8 @@ def test_a_real_second_process_holding_the_lock_stops_the_run(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time; from pathlib import Path; from mpsgen.edit.lock import CheckoutLock\n"
-         "with CheckoutLock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(120)\n", str(root)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+         "with CheckoutLock(Path(sys.argv[1])):\n    print('held', flush=True); sys.stdin.read()\n", str(root)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -67,7 +69,7 @@ def test_a_real_second_process_holding_the_lock_stops_the_run(tmp_path):
         assert f"(pid {holder.pid} on " in result.stderr and result.stderr.count("\n") == 1
         assert snapshot(root) == before
     finally:
-        holder.kill()
+        holder.stdin.close()  # the holder lets go when its stdin ends
         holder.wait()
 
 
@@ -95,15 +97,20 @@ def test_a_lock_from_another_host_is_respected(tmp_path, dead_pid):
         CheckoutLock(root).acquire()
 
 
-def test_an_unreadable_lock_is_held_while_young_and_stale_when_old(tmp_path):
+def test_an_unreadable_lock_is_held_while_young_and_stale_when_old(tmp_path, monkeypatch):
+    # the lock module's clock is the test's: "young" is 1 s after the file's time however slow the run
+    from mpsgen.edit import lock as lock_module
+
     root = copy_checkout(tmp_path)
     (root / ".mpsgen").mkdir()
     lock = root / ".mpsgen" / "lock"
     lock.write_text("")
+    written = lock.stat().st_mtime
+    now = [written + 1]
+    monkeypatch.setattr(lock_module, "time", SimpleNamespace(time=lambda: now[0], strftime=time.strftime))
     with pytest.raises(MpsgenError, match="still being written"):
         CheckoutLock(root).acquire()
-    old = time.time() - 3600
-    os.utime(lock, (old, old))
+    now[0] = written + lock_module.UNREADABLE_GRACE_SECONDS + 1
     with CheckoutLock(root):
         assert read_holder(lock).pid == os.getpid()
     assert not lock.exists()

@@ -85,6 +85,22 @@ def test_compare_counts_mismatches_and_errors_against_the_tolerance():
     assert [m.inputs for m in result.examples] == [(3.0,)]
 
 
+def test_cpu_overflowing_in_an_intermediate_is_a_match_only_where_the_value_is_finite_and_given():
+    inf, big = math.inf, 3.4e38
+    inputs = Inputs("float", ((big, big, big, big, math.nan),))
+    want = (inf, inf, inf, -inf, math.nan)  # the CPU op's: inf, and NaN for a NaN input
+    wide = {0: 2.1e38, 1: 2.1e38, 2: inf, 3: -2.1e38, 4: math.nan}.get  # in float64, rounded to float
+    got = (2.1e38, 3.4e38, 3.0e38, -2.1e38, 1.0)
+    result = compare(inputs, got, want, "float", wide=wide)
+    # case 0 and 3: CPU overflowed, the kernel gives the value; case 1: a wrong value there; case 2:
+    # the value itself overflows, so a finite kernel value is wrong; case 4: NaN in, NaN wanted
+    assert ([m.got for m in result.examples], result.cpu_overflows) == ([3.4e38, 3.0e38, 1.0], 2)
+    assert "matches CPU except where CPU overflows in an intermediate: 2 cases" in result.note
+    without = compare(inputs, got, want, "float")  # no float64 reference (integer inputs): no rule
+    assert (without.mismatches, without.cpu_overflows) == (5, 0)
+    assert compare(Inputs("int", ((1,),)), (5,), (6,), "int", wide=lambda i: 5).mismatches == 1  # exact types: never
+
+
 def test_integer_outputs_must_match_exactly():
     inputs = Inputs("int", ((5, 6),))
     assert compare(inputs, (5, 7), (5, 6), "int").mismatches == 1
@@ -212,16 +228,17 @@ def test_integer_cases_that_do_not_divide_are_all_run(tmp_path):
 
 
 # Each catalog body, as new-op/migrate writes it, registered for every group it supports (a superset of
-# its default groups). logaddexp is already native in the fixture (its functor is the fixture's own).
+# its default groups), run by try against torch's CPU op on every registered dtype and, for a params
+# body, every scalar set try draws, edge values included (a mismatch fails; CPU overflowing in an
+# intermediate is try's counted rule). logaddexp is already native in the miniature and the miniature
+# has no logical_not: both run below on a checkout of their own.
 CATALOG = load_catalog()
-# params bodies (several scalars) are not run by `try` yet: it refuses them with the reason. The
-# miniature has no logical_not: its body's values are checked by tests/test_catalog.py and its
-# migration on the real files by tests/test_replay_214.py.
-NOT_IN_MINIATURE = frozenset({"logical_not"})
-CATALOG_OPS = sorted(op for op, entry in CATALOG.items()
-                     if op != "logaddexp" and not entry.params and op not in NOT_IN_MINIATURE)
+OWN_CHECKOUT = frozenset({"logaddexp", "logical_not"})
+CATALOG_OPS = sorted(op for op in CATALOG if op not in OWN_CHECKOUT)
 # Run in every run (each catalog body is compiled and run against torch: heavy, CI runs all): every
-# dtype group (int2float, integer, complex, bool), a binary body, hypot's refused int2float, a backward.
+# dtype group (int2float, integer, complex, bool), a binary body, hypot's refused int2float, a
+# backward. Params bodies run locally in tests/test_try_scalars.py (softplus, threshold, and
+# softplus_backward with CPU's overflow in an intermediate).
 LOCAL_CATALOG_OPS = ("asinh", "fmod", "hypot", "sgn", "sigmoid_backward")  # asinh: the OpInfo tolerance test too
 
 
@@ -244,21 +261,76 @@ def every_catalog_body(tmp_path_factory) -> Path:
     return root
 
 
+def _registered(root: Path, op: str) -> set[str]:
+    return set(functor_facts(Checkout.find(root), op).input_types)
+
+
+def _assert_matches_torch(root: Path, op: str) -> None:
+    report = try_op(Checkout.find(root), op, TryOptions(reference="torch", samples=16))
+    assert report.reference.startswith("torch 2.13.0")
+    failed = {(r.scalars, r.dtype): [(m.inputs, m.got, m.want) for m in r.examples[:3]]
+              for r in report.results if r.status == "failed"}
+    assert not failed
+    # Skipped only where the CPU op itself has no kernel for the dtype (e.g. hypot on integers), or
+    # where a scalar set's value does not fit the dtype (threshold's value=-2 for uint8).
+    for r in report.results:
+        assert r.status == "passed" or (r.status == "skipped" and (
+            "not implemented for" in r.note or "Scalar::to refuses it" in r.note)), (r.scalars, r.dtype, r.note)
+    assert sum(r.cases for r in report.results if r.status == "passed") > 0
+    sets = report.scalar_sets or ("",)
+    assert sorted((r.scalars, r.metal_type) for r in report.results) == sorted(
+        (s, t) for s in sets for t in _registered(root, op))
+
+
 @needs_compiler
 @needs_torch
 @pytest.mark.parametrize("op", sampled(CATALOG_OPS, LOCAL_CATALOG_OPS))
 def test_every_catalog_body_matches_torch_on_cpu(every_catalog_body, op):
-    report = try_op(Checkout.find(every_catalog_body), op, TryOptions(reference="torch", samples=16))
-    assert report.reference.startswith("torch 2.13.0")
-    failed = {r.dtype: [(m.inputs, m.got, m.want) for m in r.examples[:3]] for r in report.results if r.status == "failed"}
-    assert not failed
-    # Skipped only where the CPU op itself has no kernel for the dtype (e.g. hypot on integers).
-    for r in report.results:
-        assert r.status == "passed" or (r.status == "skipped" and "not implemented for" in r.note), (r.dtype, r.note)
-    assert sum(r.cases for r in report.results if r.status == "passed") > 0
+    _assert_matches_torch(every_catalog_body, op)
     registered = {t for group in CATALOG[op].supports for t in METAL_INPUT_TYPES[group]
                   if not (op == "hypot" and group == "int2float")}  # refused: see every_catalog_body
-    assert {r.metal_type for r in report.results} == registered
+    assert _registered(every_catalog_body, op) == registered
+
+
+@needs_compiler
+@needs_torch
+@pytest.mark.heavy
+def test_the_catalog_logaddexp_body_matches_torch_on_cpu(tmp_path):
+    # the miniature's logaddexp functor is its own: the catalog's body takes its place, registered as before
+    from test_catalog import render
+
+    root = copy_checkout(tmp_path)
+    path = root / BINARY
+    text = path.read_text(encoding="utf-8")
+    start = text.index("struct logaddexp_functor {")
+    end = text.index("};\n", start) + 3
+    path.write_text(text[:start] + render("logaddexp") + text[end:], encoding="utf-8")
+    assert "real_(" in path.read_text(encoding="utf-8")
+    _assert_matches_torch(root, "logaddexp")
+
+
+@needs_compiler
+@needs_torch
+@pytest.mark.heavy
+def test_the_catalog_logical_not_body_matches_torch_on_cpu(real_checkout_older):
+    from test_replay_214 import add_legacy_logical_not
+
+    add_legacy_logical_not(real_checkout_older)  # the legacy kernel the yaml names, as the replay adds it
+    _apply(real_checkout_older, "migrate", "logical_not", "--dtypes", ",".join(CATALOG["logical_not"].supports))
+    _assert_matches_torch(real_checkout_older, "logical_not")
+
+
+@needs_compiler
+@needs_torch
+@pytest.mark.heavy
+def test_migrated_softplus_backward_passes_try_on_the_real_size_checkout(real_checkout_older):
+    # issue 35's contradiction, where it was found: the 2.13.0 real-size checkout
+    _apply(real_checkout_older, "migrate", "softplus_backward")
+    result = run_cli(["-C", str(real_checkout_older), "try", "softplus_backward", "--backend", "host", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    overflows = {(r["scalars"], r["dtype"]): r["cpu_overflows"] for r in doc["dtypes"] if r["cpu_overflows"]}
+    assert overflows == {("beta=0.5, threshold=2", "float32"): 8, ("beta=0.5, threshold=2", "bfloat16"): 6}
 
 
 @needs_compiler

@@ -218,6 +218,55 @@ def test_a_softplus_ignoring_beta_is_caught_naming_the_scalar_set(tmp_path):
     assert plain.stdout.splitlines()[-1].startswith("21 dtype(s): mismatches in float32 [beta=2, threshold=20], ")
 
 
+# ---- CPU overflowing in an intermediate ------------------------------------------------------------
+
+# softplus_backward on CPU is grad_output * z / (z + 1), z = exp(x * beta): at grad_output = 3.4e38,
+# x * beta = 0.5 < threshold = 2, grad_output * z overflows to inf; the value, 2.1e38, is finite and
+# the catalog's body (grad_output / (1 + exp(-x * beta))) gives it (issue 35).
+SOFTPLUS_BACKWARD_OVERFLOW = "beta=0.5, threshold=2"
+SOFTPLUS_BACKWARD_RETURN = "return static_cast<T>(float(grad_output) / (1.0f + e));"
+
+
+@needs_compiler
+@needs_torch
+def test_softplus_backward_matches_cpu_except_where_cpu_overflows_in_an_intermediate(tmp_path):
+    root = _migrated(tmp_path, "softplus_backward")
+    report = _try_json(root, "softplus_backward")
+    rows = _by_set(report)
+    assert all(r["status"] == "passed" for dtypes in rows.values() for r in dtypes.values())
+    overflows = {(s, d): r["cpu_overflows"] for s, dtypes in rows.items() for d, r in dtypes.items() if r["cpu_overflows"]}
+    # 4 grad_output values at +-float max each for float32; bfloat16's largest value times 1.65 too
+    assert overflows == {(SOFTPLUS_BACKWARD_OVERFLOW, "float32"): 8, (SOFTPLUS_BACKWARD_OVERFLOW, "bfloat16"): 6}
+    assert rows[SOFTPLUS_BACKWARD_OVERFLOW]["float32"]["note"] == (
+        "matches CPU except where CPU overflows in an intermediate: 8 cases (the CPU op gives inf or NaN; computed "
+        "in float64 from the same inputs and rounded, its value is finite and the kernel gives it)")
+    plain = _cli(root, "try", "softplus_backward", "--backend", "host", "--format", "plain")
+    assert plain.exit_code == 0
+    assert (f"float32 [{SOFTPLUS_BACKWARD_OVERFLOW}]: matches CPU except where CPU overflows in an intermediate: "
+            "8 cases") in plain.stdout
+
+
+@needs_compiler
+@needs_torch
+def test_the_overflow_rule_does_not_excuse_a_wrong_value_there(tmp_path):
+    # wrong exactly where CPU's grad_output * z overflows while grad_output is finite: grad_output
+    # itself there (3.4e38 where the value is 2.1e38)
+    root = _migrated(tmp_path, "softplus_backward")
+    path = root / ACTIVATION
+    text = path.read_text(encoding="utf-8")
+    assert text.count(SOFTPLUS_BACKWARD_RETURN) == 1
+    wrong = ("const float g = float(grad_output);\n"
+             "    if (::metal::isfinite(g) && ::metal::isinf(g * ::metal::precise::exp(scaled))) {\n"
+             "      return grad_output;\n    }\n    " + SOFTPLUS_BACKWARD_RETURN)
+    path.write_text(text.replace(SOFTPLUS_BACKWARD_RETURN, wrong), encoding="utf-8")
+    report = _try_json(root, "softplus_backward", code=1)
+    failed = {(r["scalars"], r["dtype"]): r["mismatches"] for r in report["dtypes"] if r["status"] == "failed"}
+    assert failed == {(SOFTPLUS_BACKWARD_OVERFLOW, "float32"): 8, (SOFTPLUS_BACKWARD_OVERFLOW, "bfloat16"): 6}
+    assert all(r["cpu_overflows"] == 0 for r in report["dtypes"])
+    example = next(r for r in report["dtypes"] if (r["scalars"], r["dtype"]) == (SOFTPLUS_BACKWARD_OVERFLOW, "float32"))
+    assert example["examples"][0] == {"inputs": [3.4028234663852886e38, 1.0], "got": 3.4028234663852886e38, "want": "inf"}
+
+
 # ---- --show-source -------------------------------------------------------------------------------
 
 
@@ -296,7 +345,7 @@ def test_json_shape_of_a_scalar_run(tmp_path):
                                      "reference_note", "seed", "exit_code", "scalar_sets", "dtypes", "source"])
     first = report["dtypes"][0]
     assert sorted(first) == sorted(["scalars", "metal_type", "dtype", "out_type", "cases", "max_abs", "max_rel",
-                                    "mismatches", "tolerance", "status", "note", "examples"])
+                                    "mismatches", "tolerance", "status", "note", "cpu_overflows", "examples"])
     assert first["scalars"] == "threshold=0.5, value=-2" and first["dtype"] == "float32"
     assert len(report["dtypes"]) == len(THRESHOLD_SETS) * 8
 

@@ -96,7 +96,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
                                   f"{compiled.kernel_file} already compiles ({', '.join(groups)}): no second functor; "
                                   f"{compiled.why}", compiled.location),)
         return KernelChoice("existing", "", (), torch_dtypes_for(groups), notes=notes)
-    refuse_uncalled_groups(spec.facts, options.dtypes)
+    uncalled = refuse_uncalled_groups(spec.facts, options.dtypes)
     body, groups = choose_body(views, spec, options)
 
     c10_functions = checkout_functions(views.ws, disk_cache=views.disk_cache)
@@ -111,7 +111,8 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     macros = kernel.file.own_macros | views.c10_register_macros()
     registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file,
                                       output=body.output)
-    notes = fallback_notes(body, c10_functions)
+    warning = (Note("todo", uncalled, spec.facts.entries[0].location),) if uncalled else ()
+    notes = warning + fallback_notes(body, c10_functions)
     if body.derived:
         notes += (Note("info", f"body: from {body.location}, {body.describe}"),)
     return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),

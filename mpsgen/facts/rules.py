@@ -378,26 +378,40 @@ def bool_output_reason(facts: OpFacts, body_output: str = "") -> str:
     return f"its OpInfo at {ref.location} says always_returns_bool" if ref is not None else ""
 
 
-def refuse_uncalled_groups(facts: OpFacts, requested: tuple[str, ...] | None, body_output: str = "") -> None:
+def refuse_uncalled_groups(facts: OpFacts, requested: tuple[str, ...] | None, body_output: str = "") -> str:
     """Refuse (exit 2, before anything is planned) a requested `--dtypes` group whose kernels the
     op never looks up, as its meta function (or the catalog) decides the output dtype: `int2float`
     (integer in, float out) for an op whose CPU meta function keeps the input dtype (an integer
     input looks up an integer-output kernel) or that writes bool. The hint is the request without
-    that group."""
+    that group.
+
+    Where the checkout cannot say (no CPU .cpp to read, as in a wheel's files) and nothing else says
+    integers give float (no OpInfo's `promotes_int_to_float`), the kernels may never be looked up:
+    returns that warning with its reason ("" when there is nothing to say), for the plan's notes."""
 
     if not requested or "int2float" not in requested:
-        return
+        return ""
     cpu = facts.cpu_output
     bool_reason = bool_output_reason(facts, body_output)
+    rest = [g for g in requested if g != "int2float"]
+    works = ",".join(rest) or "float"
     if bool_reason:
         why = f"{facts.op} writes bool for every input ({bool_reason})"
-    elif cpu.kind == SAME and not int_to_float_reason(facts):
+    elif int_to_float_reason(facts):
+        return ""
+    elif cpu.kind == SAME:
         why = (f"{facts.op} keeps the input dtype (its CPU meta function at {cpu.location} builds the iterator "
                f"without promoting integers), so an integer input looks up an integer-output kernel")
     else:
-        return
-    rest = [g for g in requested if g != "int2float"]
-    works = ",".join(rest) or "float"
+        opinfos = [ref for ref in facts.refs if ref.kind != "python-ref"]
+        said = (f"its OpInfo at {opinfos[0].location} does not set promotes_int_to_float" if opinfos
+                else "no OpInfo of it")
+        reference = reference_dtypes_of(facts)
+        if reference is not None and not reference & frozenset(TORCH_DTYPES["int2float"]):
+            said += ", and its CPU reference takes no integer dtype"
+        return (f"dtype group 'int2float' registers integer-in, float-out kernels that an integer input looks up "
+                f"only if {facts.op}'s meta function promotes integers to float, and nothing here says it does "
+                f"({said}; {cpu.why}): they may never be called (pass --dtypes {works} unless it promotes them)")
     raise MpsgenError(
         f"{why}: dtype group 'int2float' registers integer-in, float-out kernels that would never be called",
         location=facts.entries[0].location,

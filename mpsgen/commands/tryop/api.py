@@ -380,7 +380,7 @@ def _results(runs, overrides: dict) -> list[DtypeResult]:
         if override is not None:
             note = "; ".join(n for n in (note, f"tolerance from {override.location} (the OpInfo's MPS override)") if n)
         result = compare(case, out.values, want.values, out.out_type, note, want.alone,
-                         (override.rtol, override.atol) if override else None)
+                         (override.rtol, override.atol) if override else None, want.wide)
         if want.out_type != out.out_type:
             why = f"the kernel returns {out.out_type}, the reference {want.out_type}"
             result = replace(result, status="failed", note="; ".join(n for n in (result.note, why) if n))
@@ -461,7 +461,7 @@ def report_to_json(report: TryReport) -> dict:
                 "scalars": r.scalars, "metal_type": r.metal_type, "dtype": r.dtype, "out_type": r.out_type, "cases": r.cases,
                 "max_abs": number(r.max_abs), "max_rel": number(r.max_rel), "mismatches": r.mismatches,
                 "tolerance": None if r.tolerance is None else {"rtol": r.tolerance[0], "atol": r.tolerance[1]},
-                "status": r.status, "note": r.note,
+                "status": r.status, "note": r.note, "cpu_overflows": r.cpu_overflows,
                 "examples": [{"inputs": [number(v) for v in m.inputs], "got": number(m.got), "want": number(m.want)}
                              for m in r.examples],
             }

@@ -45,6 +45,7 @@ class DtypeResult:
     status: str  # passed / failed / skipped
     note: str = ""
     scalars: str = ""  # the scalar set it ran with (alpha and params kernels): "beta=2, threshold=20"
+    cpu_overflows: int = 0  # cases matched by the rule for CPU overflowing in an intermediate (`compare`)
 
 
 def _close(got, want, rtol: float, atol: float) -> bool:
@@ -76,18 +77,36 @@ def _errors(got, want) -> tuple[float, float] | None:
     return error, (error / abs(want) if want else (0.0 if error == 0 else math.inf))
 
 
+def _finite(value) -> bool:
+    try:
+        return cmath.isfinite(complex(value)) if isinstance(value, complex) else math.isfinite(value)
+    except (TypeError, OverflowError):
+        return False
+
+
+def overflow_note(count: int) -> str:
+    return (f"matches CPU except where CPU overflows in an intermediate: {count} case{'s' if count != 1 else ''} "
+            "(the CPU op gives inf or NaN; computed in float64 from the same inputs and rounded, its value is "
+            "finite and the kernel gives it)")
+
+
 def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = "", alone=None,
-            override: tuple[float, float] | None = None) -> DtypeResult:
+            override: tuple[float, float] | None = None, wide=None) -> DtypeResult:
     """Kernel outputs `got` against reference values `want` (None: no reference for that case).
     `alone(i)`, when given, is the reference for case i computed by itself: a kernel value that
     matches it counts as a match (CPU kernels' vectorised and scalar loops can differ at special
-    values, and both are the CPU's answer); the note says how many."""
+    values, and both are the CPU's answer); the note says how many.
+    `wide(i)`, when given, is the reference for case i computed in float64 and rounded to the output
+    type. Where the reference is inf or NaN, the kernel's value is finite and `wide(i)` is finite
+    and matches it within the tolerance, CPU overflowed in an intermediate (a * z / (z + 1) with a
+    near the type's largest value) where the op's value does not: a match, counted in the note. A
+    kernel value that is wrong, or finite where the op's value itself overflows, is still a mismatch."""
     # Outputs of a type mpsgen does not know (a struct, a vector) are compared exactly.
     exact = kind(out_type) not in ("float", "complex") if out_type in _KNOWN else True
     tolerance = None if exact else (override or TOLERANCES[out_type])
     max_abs = max_rel = 0.0
     bad: list[Mismatch] = []
-    count = scalar_loop = 0
+    count = scalar_loop = overflowed = 0
     for i, (g, w) in enumerate(zip(got, want)):
         if w is None:
             continue  # the reference has no value here (its note says why)
@@ -103,6 +122,10 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
             single = alone(i)
             ok = (g == single) if exact else (single is not None and _close(g, single, *tolerance))
             scalar_loop += ok
+        if not ok and wide is not None and not exact and not _finite(w) and _finite(g):
+            value = wide(i)
+            ok = value is not None and _finite(value) and _close(g, value, *tolerance)
+            overflowed += ok
         if not ok:
             bad.append(Mismatch(inputs.case(i), g, w))
     if len(got) != len(want):
@@ -111,7 +134,9 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
         note = (note + "; " if note else "") + (
             f"{scalar_loop} cases match the reference computed for that case alone, not in the whole tensor "
             "(the CPU's vectorised and scalar loops differ there)")
+    if overflowed:
+        note = (note + "; " if note else "") + overflow_note(overflowed)
     status = "failed" if bad or len(got) != len(want) else "passed"
     notes = "; ".join(n for n in (inputs.note, note) if n)
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
-                       len(bad), tuple(bad[:MAX_EXAMPLES]), tolerance, status, notes)
+                       len(bad), tuple(bad[:MAX_EXAMPLES]), tolerance, status, notes, cpu_overflows=overflowed)

@@ -15,6 +15,7 @@ from mpsgen.facts.catalog import lookup
 # When the CPU op has no kernel for a reduced-precision dtype, it is computed in this one instead.
 _WIDER = {"float16": "float32", "bfloat16": "float32", "complex32": "complex64"}
 _OVERLOADS = ("default", "Tensor", "Tensor_Tensor", "self")
+_REAL_FLOATING = frozenset({"float32", "float16", "bfloat16"})
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class Expected:
     # The reference for case i computed alone (torch: its scalar loop rather than the vectorised
     # one, which can differ at special values), or None.
     alone: Callable[[int], object] | None = field(default=None, compare=False)
+    # The reference for case i computed in float64 from the same inputs and rounded to the output
+    # type (None where that does not apply: integer or complex inputs): where the CPU op gives inf
+    # or NaN and this is finite, the CPU op overflowed in an intermediate (`compare`'s rule).
+    wide: Callable[[int], object] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -143,7 +148,13 @@ def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tup
         one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), compute_in, dtype, scalars, names)
         return _values(torch, one)[0]
 
-    return Expected(_values(torch, result), TORCH_TO_METAL.get(out_name, out_name), note, alone)
+    def wide(i: int):
+        if dtype not in _REAL_FLOATING or not result.is_floating_point():
+            return None
+        one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), "float64", None, scalars, names)
+        return _values(torch, one.to(result.dtype))[0] if one.is_floating_point() else None
+
+    return Expected(_values(torch, result), TORCH_TO_METAL.get(out_name, out_name), note, alone, wide)
 
 
 def _run_columns(torch, overload, columns: tuple, compute_in: str, dtype: str | None = None,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mpsgen.commands.verify.formatcheck import format_problems, op_line_ranges
-from mpsgen.commands.verify.model import FAILED, PASSED, SKIPPED, CheckResult, Finding
+from mpsgen.commands.verify.model import FAILED, PASSED, SKIPPED, CheckResult, Finding, Progress, _no_progress
 from mpsgen.edit.expectations import plan_test_lists
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
@@ -38,13 +38,14 @@ CheckFn = Callable[[Views, OpFacts, CheckSettings], "list[Finding] | str"]
 
 
 def static_checks(checkout: Checkout, ops: tuple[str, ...], views: Views | None = None,
-                  settings: CheckSettings = CheckSettings()) -> tuple[CheckResult, ...]:
+                  settings: CheckSettings = CheckSettings(), progress: Progress = _no_progress) -> tuple[CheckResult, ...]:
     views = views or Views(Workspace(checkout))
     facts = [read_op(views, op) for op in ops]
     # The host compiler runs once per kernel file: start them together (one per core).
     views.prefetch_metal_compile(sorted({rel for f in facts for rel in f.kernel_files}))
     results: list[CheckResult] = []
-    for op, op_facts in zip(ops, facts):
+    for i, (op, op_facts) in enumerate(zip(ops, facts)):
+        progress("static", i, len(ops), op)
         results.extend(check_op(views, op, settings, op_facts))
     return tuple(results)
 

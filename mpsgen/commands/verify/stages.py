@@ -475,7 +475,7 @@ def verify(checkout: Checkout, ops: tuple[str, ...], options: VerifyOptions,
     if not options.static_only:
         resolve_test_cmd(checkout, options)  # bad input (an unknown placeholder) before any stage runs
     settings = CheckSettings(require_metal_compile=options.require_metal_compile)
-    checks = static_checks(checkout, ops, views, settings)
+    checks = static_checks(checkout, ops, views, settings, progress)
     static_status = FAILED if any(c.status == FAILED for c in checks) else PASSED
     static = StageResult("static", static_status, "" if static_status == PASSED else
                          f"{sum(len(c.findings) for c in checks)} finding(s)", checks, duration=time.monotonic() - started)
