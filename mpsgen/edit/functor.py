@@ -172,13 +172,13 @@ def render_functor(templates: Templates, body: Body, *, name: str, arity: int, a
     spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
     if body.source == "expr":
         text = templates.render("functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
-                                groups=groups, alpha_name=alpha_name if alpha else "", **spelling)
+                                groups=groups, alpha_name=alpha_name if alpha else "", output=body.output, **spelling)
     elif body.source == "catalog":
         text = templates.render(body.template, name=name, groups=groups, **spelling)
     else:
         text = templates.render(
             "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
-            groups=groups, arity_word=ARITY_WORDS[arity], **spelling,
+            groups=groups, arity_word=ARITY_WORDS[arity], output=body.output, **spelling,
         )
     return FunctorChoice(body.source, text, groups)
 

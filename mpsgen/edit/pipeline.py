@@ -34,7 +34,7 @@ from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launch
                                     reduction_host_of,
                                     reduction_kernels_of, registration_macro)
 from mpsgen.facts.resolve import OpSpec, Options
-from mpsgen.facts.rules import choose_groups, refuse_uncalled_groups
+from mpsgen.facts.rules import choose_groups, output_type, refuse_uncalled_groups
 from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
 from mpsgen.model import FileChange, Location, Note
 from mpsgen.read.c10lib import checkout_functions
@@ -85,6 +85,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
         refuse_uncalled_groups(spec.facts, options.dtypes)
         body = find_body(op=spec.op, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
                          expr=options.expr, dtypes=options.dtypes, alpha_name=spec.alpha_name)
+        body = replace(body, output=output_type(spec.facts, body.output))  # signbit's meta: bool
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
                            explicit=groups if existing else options.dtypes, body=body.describe,
                            minimal=body.source == "placeholder")
