@@ -15,7 +15,7 @@ from mpsgen.facts.params import (ParamsSpec, checkout_enums, is_params_stub, par
 from mpsgen.facts.views import (DispatchSite, is_mps_only, OpFacts, SharedFunction, Views, functor_name_of_stub, groups_joined,
                                 read_op, shared_functions)
 from mpsgen.model import Location
-from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, OPERATIONS_DIR
+from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, NATIVE_DIR, OPERATIONS_DIR
 from mpsgen.read.cpp import mask_code
 from mpsgen.read.nfyaml import YamlEntry
 from mpsgen.read.stubcall import StubCall, read_stub_call
@@ -154,6 +154,24 @@ def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: 
                            + "; ".join(m for m, _ in missing),
                            location=functions[0].location, hint="; ".join(dict.fromkeys(h for _, h in missing)))
     return Composite(functions, tuple(served))
+
+
+def composite_judgement(views: Views, facts: OpFacts) -> Composite | MpsgenError | str | None:
+    """How `verify` judges an op with no kernel of its own (relu; threshold_backward, served by
+    threshold's stub): the `Composite` when every op (or other op's stub) its shared function calls
+    is served on MPS, the error naming what is not, a string (why it cannot be judged: no .cpp to
+    read what it calls) for a stub-less op, or None for an op with a stub of its own."""
+    if not facts.shared:
+        return None
+    if facts.stub is not None and stub_owner(views, facts.op, facts.stub) is None:
+        return None
+    judged = composite_of(views, facts.op, facts.shared, facts.stub)
+    if judged is None and facts.stub is None:
+        if not views.checkout.glob(NATIVE_DIR, "*.cpp"):
+            return (f"{facts.op} has no stub and this checkout has no {NATIVE_DIR}/*.cpp (a wheel ships none): "
+                    f"what its shared function calls was not read")
+        return None
+    return judged
 
 
 @dataclass(frozen=True)

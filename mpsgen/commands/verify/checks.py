@@ -13,7 +13,7 @@ from mpsgen.edit.expectations import plan_test_lists
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.reduction import ReductionFacts, reduction_instantiations_of, reduction_of
-from mpsgen.facts.resolve import FAMILY_FILES
+from mpsgen.facts.resolve import FAMILY_FILES, Composite, composite_judgement
 from mpsgen.facts.rules import MPSGRAPH, host_routing, missing_coverage
 from mpsgen.facts.views import OpFacts, Views, read_op
 from mpsgen.model import Location
@@ -94,6 +94,14 @@ def _check_yaml(views: Views, f: OpFacts, settings: CheckSettings):
 def _check_stub(views: Views, f: OpFacts, settings: CheckSettings):
     if not f.shared:
         return "no shared dispatch line"
+    judged = composite_judgement(views, f)
+    if isinstance(judged, Composite):
+        return []  # every op (or other op's stub) it calls is served on MPS
+    if isinstance(judged, MpsgenError):
+        return [Finding("stub-registration", f.op, judged.location or f.shared[0].line.location, judged.message,
+                        judged.hint or "give what it calls an MPS kernel first")]
+    if isinstance(judged, str):
+        return judged
     if f.stub is None:
         return [Finding("stub-registration", f.op, f.shared[0].line.location, f.stub_problem,
                         "declare the stub in aten/src/ATen/native/<Family>.h")]
@@ -119,7 +127,16 @@ def _check_stub(views: Views, f: OpFacts, settings: CheckSettings):
     return []
 
 
+def _composite_skip(views: Views, f: OpFacts) -> str | None:
+    """Why the kernel checks skip a stub-less composite op (relu): it has no kernel of its own."""
+    if f.stub is None and f.shared and isinstance(composite_judgement(views, f), Composite):
+        return f"{f.op} has no kernel of its own: it is served by what its shared function calls (see stub-registration)"
+    return None
+
+
 def _check_kernel_name(views: Views, f: OpFacts, settings: CheckSettings):
+    if skip := _composite_skip(views, f):
+        return skip
     if f.host is None:
         return "no single MPS registration to follow (see stub-registration)"
     reduction = reduction_of(views, f)
