@@ -166,8 +166,11 @@ def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) ->
 
 
 def dispatch_step(c: StepContext) -> Iterable[FileChange]:
-    """native_functions.yaml: MPS joins the shared lines; (migrate) the `MPS: x_mps` lines go."""
+    """native_functions.yaml: MPS joins the shared lines; (migrate) the `MPS: x_mps` lines go. A
+    per-device op's `MPS:` lines stay (its MPS functions become the stub call: the legacy step)."""
 
+    if c.spec.per_device is not None:
+        return
     yield plan_dispatch(c.read(NATIVE_FUNCTIONS), c.spec)
 
 
