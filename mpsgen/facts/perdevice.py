@@ -224,7 +224,7 @@ def _copied_body(views, op, cpu, mps, stub, parameters, cpp) -> tuple[str, str]:
     lines = body.strip("\n").split("\n")
     body = "".join(line.rstrip() + "\n" for line in lines)
     line = LineIndex(text).line_of(open_at + 1 + calls[0].start())
-    return body, f"{cpu.line.kernel}'s body ({rel}:{line} calls {stub.name}), for kMPS"
+    return body, f"as {cpu.line.kernel}'s body makes it ({rel}:{line} calls {stub.name}), for kMPS"
 
 
 @dataclass(frozen=True)

@@ -285,12 +285,13 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
 
 def per_device_notes(op: str, per_device: PerDevice) -> tuple[str, ...]:
     """What the summary says of a per-device op: the MPS functions stay, each body becomes the stub call."""
-    functions = ", ".join(f"{'/'.join(line.keys)}: {line.kernel} ({line.location})"
-                          for cpu, _ in per_device.sites for line in cpu.entry.dispatch
-                          if {"CPU", "CUDA"} & set(line.keys))
-    return tuple(f"{op}'s CPU and CUDA kernels are per-device functions ({functions}): `MPS: {body.kernel}` stays in "
-                 f"the yaml and its body becomes the stub call {body.how}"
-                 for body in per_device.bodies)
+    notes = []
+    for (cpu, mps), body in zip(per_device.sites, per_device.bodies):
+        functions = ", ".join(f"{'/'.join(line.keys)}: {line.kernel} ({line.location})"
+                              for line in cpu.entry.dispatch if {"CPU", "CUDA"} & set(line.keys))
+        notes.append(f"{cpu.entry.name}'s CPU and CUDA kernels are per-device functions ({functions}): "
+                     f"`MPS: {body.kernel}` stays in the yaml and its body becomes the stub call {body.how}")
+    return tuple(notes)
 
 
 def shared_call(views: Views, shared: tuple[DispatchSite, ...], stub: Stub) -> StubCall | None:
