@@ -402,15 +402,13 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                           if {"CPU", "CUDA"} & set(line.keys) and not is_mps_only(line)]
             if len({kernel for _, kernel in per_device}) > 1:
                 functions = ", ".join(f"{'/'.join(keys)}: {kernel}" for keys, kernel in per_device)
-                around = f" around {stub.name} ({stub.signature})" if stub is not None else ""
-                beyond = ""
-                if stub is not None and not stub.supported and not is_params_stub(stub):
-                    beyond = (f"; and {stub.name} takes {', '.join(stub.params[1:])}, a stub argument beyond Scalars "
-                              "(a params struct built from the schema's arguments, not generated yet)")
+                if stub is None:
+                    why = f"no stub serves them: {stub_problem}"
+                else:
+                    why = (f"around {stub.name}, whose signature {stub.signature} mpsgen cannot generate a kernel "
+                           f"for (supported: {SUPPORTED_SIGNATURES})")
                 return MpsgenError(
-                    f"{op}'s CPU and CUDA kernels are per-device functions ({functions}){around}: MPS keeps "
-                    f"`MPS: {site.line.kernel}` and its body becomes the stub call, which mpsgen does not write yet"
-                    f"{beyond}",
+                    f"{op}'s CPU and CUDA kernels are per-device functions ({functions}) {why}",
                     location=site.line.location,
                     hint=f"port {site.line.kernel} by hand: call the stub for kMPS as the CPU function does, and "
                          "register a Metal kernel for it",
