@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.params import EnumType, _enum_name
-from mpsgen.facts.views import DispatchSite, Views, is_legacy_line
+from mpsgen.facts.views import DispatchSite, Views, is_legacy_line, is_shared_line, resolve_stub
 from mpsgen.model import Location
 from mpsgen.read.checkout import NATIVE_DIR
 from mpsgen.read.cpp import find_definitions, find_directives, mask_code
@@ -247,3 +247,23 @@ def mps_function_state(views: Views, kernel: str, stub: Stub | None) -> MpsFunct
     calls = stub is not None and re.search(rf"\b{re.escape(stub.name)}\s*\(\s*(?:c10::|at::)?(?:DeviceType::MPS|kMPS)\b",
                                            code) is not None
     return MpsFunction(kernel, Location(rel, LineIndex(text).line_of(d.code_start)), calls, bool(_GRAPH.search(code)))
+
+
+def per_device_native_ops(views: Views) -> tuple[str, ...]:
+    """The per-device ops whose every MPS function calls their stub for kMPS and builds no graph
+    (what `migrate` leaves), with that stub registered for MPS: `verify --all-native` checks them
+    with the ops served through a shared line."""
+    nf = views.native_functions
+    found = []
+    for op in nf.op_names:
+        entries = nf.op_entries(op)
+        sites = per_device_sites(entries)
+        if not sites or any(is_shared_line(line) for e in entries for line in e.dispatch):
+            continue
+        stub = resolve_stub(views, op, (), entries=entries)[0]
+        if stub is None or not views.registrations(stub.name):
+            continue
+        states = [mps_function_state(views, mps.line.kernel, stub) for _, mps in sites]
+        if all(s is not None and s.calls_stub and not s.graph for s in states):
+            found.append(op)
+    return tuple(found)
