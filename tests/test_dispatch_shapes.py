@@ -93,13 +93,18 @@ def test_a_called_op_without_an_mps_kernel_is_named(tmp_path):
     assert "has no MPS kernel in this checkout" in result.stderr
 
 
-def test_per_device_functions_are_refused_naming_the_shape_and_the_stub(tmp_path):
+def test_per_device_functions_without_a_stub_are_refused_naming_the_shape(tmp_path):
+    """(gelu migrates now: tests/test_per_device.py; without a declared stub it cannot.)"""
     root = copy_checkout(tmp_path)
+    header = root / "aten/src/ATen/native/Activation.h"
+    header.write_text(header.read_text(encoding="utf-8").replace("DECLARE_DISPATCH(gelu_fn, GeluKernel)\n", ""),
+                      encoding="utf-8")
+    before = snapshot(root)
     result = run_cli(["-C", str(root), "migrate", "gelu"])
     assert result.exit_code == 2
     message = " ".join(result.stderr.split())
-    assert "per-device functions (CPU: gelu_out_cpu, CUDA: gelu_out_cuda) around GeluKernel" in message
-    assert "GeluKernel takes GeluType, a stub argument beyond Scalars" in message
+    assert "per-device functions (CPU: gelu_out_cpu, CUDA: gelu_out_cuda) no stub serves them: no dispatch stub found" in message
+    assert snapshot(root) == before
 
 
 def test_several_stubs_called_is_a_refusal_listing_them(tmp_path):

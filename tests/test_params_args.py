@@ -158,11 +158,20 @@ inline GeluType get_gelutype_enum(const std::string_view approximate) {
 
 def test_an_enum_and_its_string_helper_are_read_from_the_headers(tmp_path):
     root = copy_checkout(tmp_path)
+    # the miniature's Activation.h defines the helper as 2.15's does: a header that defines it wins over
+    # one that only declares it, so the miniature's definition is taken out for this one
+    activation = root / "aten/src/ATen/native/Activation.h"
+    text = activation.read_text(encoding="utf-8")
+    start = text.index("inline GeluType get_gelutype_enum(")
+    end = text.index("\n}\n", start) + 3
+    activation.write_text(text[:start] + "GeluType get_gelutype_enum(const std::string_view approximate);\n" + text[end:])
     (root / "aten/src/ATen/native/Gelu.h").write_text(GELU_H)
     gelu = checkout_enums(Checkout.find(root, None))["GeluType"]
     assert gelu.enumerators == (("None", 0), ("Tanh", 1), ("END", 2))
     assert (gelu.helper, gelu.strings) == ("get_gelutype_enum", (("none", "None"), ("tanh", "Tanh")))
     assert str(gelu.location) == "aten/src/ATen/native/Gelu.h:6"
+    miniature = checkout_enums(Checkout.find(copy_checkout(tmp_path / "mini"), None))["GeluType"]
+    assert miniature.strings == gelu.strings and str(miniature.location) == "aten/src/ATen/native/Activation.h:20"
     table = {s: gelu.value(e) for s, e in gelu.strings}
     assert evaluate("get_gelutype_enum(approximate)", {"approximate": "tanh"},
                     functions={"get_gelutype_enum": table.__getitem__}) == 1

@@ -52,7 +52,7 @@ def test_summary_table_names_every_backing_and_the_host_files():
     assert result.exit_code == 0
     for word in ("native", "mpsgraph", "mps-other", "composite", "none", "BinaryOps.mm", "Activation.mm"):
         assert word in result.stdout
-    assert "candidates: 22 ready, 6 need --expr, 10 need a hand-written port" in " ".join(result.stdout.split())
+    assert "candidates: 22 ready, 9 need --expr, 8 need a hand-written port" in " ".join(result.stdout.split())
 
 
 def test_mpsgraph_kernel_through_a_shared_helper(records):
@@ -116,10 +116,10 @@ def test_candidates_are_ordered_by_tier_then_size(report):
     assert tiers == sorted(tiers, key=("ready", "expr", "port").index)
     ops = [r.op for r in report.candidates()]
     assert ops[:3] == ["acosh", "asinh", "atanh"]
-    # the ternary and per-device shapes wait for launchers and host rewrites; gelu_backward's, mean's and
-    # polygamma's kernels are not defined: last
-    assert ops[-8:] == ["mse_loss_backward", "gelu", "threshold_backward", "smooth_l1_loss_backward",
-                        "huber_loss_backward", "gelu_backward", "mean", "polygamma"]
+    # the ternary shapes wait for launchers; mean's and polygamma's kernels are not defined: last (the
+    # per-device gelu, gelu_backward and log_sigmoid_backward need an --expr body now)
+    assert ops[-8:] == ["addcdiv", "addcmul", "mse_loss_backward", "threshold_backward", "smooth_l1_loss_backward",
+                        "huber_loss_backward", "mean", "polygamma"]
 
 
 @pytest.mark.parametrize(
@@ -129,7 +129,8 @@ def test_candidates_are_ordered_by_tier_then_size(report):
         ("logit_backward", "expr", "no catalog body"),
         ("relu", "ready", "no kernel of its own: relu (aten/src/ATen/native/Activation.cpp:50), relu_"),
         ("threshold_backward", "port", "threshold_stub, threshold's stub"),
-        ("gelu", "port", "per-device functions (CPU: gelu_out_cpu, CUDA: gelu_out_cuda)"),
+        ("gelu", "expr", "params stub (approximate in GeluParams), no catalog body: pass --expr over x and approximate"),
+        ("log_sigmoid_backward", "expr", "supported stub signature, no catalog body"),
         ("mse_loss", "expr", "no catalog body"),
         ("signbit", "ready", "body from signbit's MPSGraph graph (signbit_out_mps)"),
         ("softplus", "ready", "params stub (beta, threshold in SoftplusParams), catalog body (float"),
@@ -150,14 +151,14 @@ def test_totals_add_up(report):
     document = report_to_json(report, root="x")
     totals = document["totals"]
     assert sum(v["ops"] for v in totals["by_backing"].values()) == totals["ops"] == len(report.ops)
-    assert sum(f["graph_sites"] for f in totals["files"]) == totals["graph_sites"] == 26
+    assert sum(f["graph_sites"] for f in totals["files"]) == totals["graph_sites"] == 28
     assert sum(totals["candidates"].values()) == len(document["candidates"])
 
 
 def test_markdown_summary_without_candidates(report):
     text = render_markdown(report)
     assert "Candidates for" not in text
-    assert "| Activation.mm | 14 | 17 | 0 |" in text
+    assert "| Activation.mm | 16 | 20 | 0 |" in text
 
 
 def test_unscannable_host_file_is_a_note_not_an_error(tmp_path):

@@ -140,7 +140,7 @@ def test_structured_legacy_ops_are_candidates(records):
 
 def test_candidates_with_a_shared_line_agree_with_a_yaml_parse(yaml_data, report):
     data = yaml_data
-    shared, legacy = set(), set()
+    shared, legacy, per_device = set(), set(), set()
     for entry in data:
         by_kernel: dict[str, set] = {}  # one function may serve CPU and CUDA on several lines
         for key, kernel in (entry.get("dispatch") or {}).items():
@@ -151,10 +151,16 @@ def test_candidates_with_a_shared_line_agree_with_a_yaml_parse(yaml_data, report
                 legacy.add(_base(entry["func"]))
         if any({"CPU", "CUDA"} <= keys for keys in by_kernel.values()):
             shared.add(_base(entry["func"]))
+        dispatch = {str(key).strip(): str(kernel) for key, kernel in (entry.get("dispatch") or {}).items()}
+        if "MPS" in dispatch and "CPU" in dispatch and "CUDA" in dispatch and dispatch["CPU"] != dispatch["CUDA"]:
+            per_device.add(_base(entry["func"]))  # gelu: CPU/CUDA/MPS functions of their own (migrate reads it)
     candidates = report.candidates()
     assert {r.op for r in candidates} == legacy
     no_shared = ("there is no `CPU, CUDA: ...` line to join", "kernels are per-device functions")
-    assert {r.op for r in candidates if not any(w in r.candidate.reason for w in no_shared)} == legacy & shared
+    plain = {r.op for r in candidates if not any(w in r.candidate.reason for w in no_shared)}
+    # every op with a shared line is judged on it; the others judged beyond the shape are per-device ones
+    # whose stub was found (gelu): the refusal, if any, is about their functions, not their dispatch
+    assert legacy & shared <= plain and plain - shared <= per_device
 
 
 def _ast_xfail_entries(text: str) -> list[str]:

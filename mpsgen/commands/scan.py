@@ -60,6 +60,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.bodyoffer import NoBody
 from mpsgen.facts.catalog import load_catalog, lookup
 from mpsgen.facts.params import checkout_enums, is_params_stub
+from mpsgen.facts.perdevice import per_device_sites
 from mpsgen.facts.reduction import REDUCTION_FAMILY
 from mpsgen.facts.resolve import Options, composite_of, generation_problem, resolve_op
 from mpsgen.facts.rules import MPSGRAPH
@@ -292,13 +293,16 @@ def _op_record(views, op, entries, catalog, definitions, metal_groups, xfail_by_
 
     shared = shared_sites(entries)
     legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
-    stub, stub_problem = (resolve_stub(views, op, shared)[:2]) if shared else (None, "")
+    # a per-device op (CPU: gelu_out_cpu, CUDA: gelu_out_cuda, MPS: gelu_out_mps): its CPU lines carry the stub call
+    sites = shared or (tuple(cpu for cpu, _ in per_device_sites(entries)) if legacy else ())
+    stub, stub_problem = (resolve_stub(views, op, shared, entries=() if shared else entries)[:2]) if sites else (None, "")
     functor = functor_name_of_stub(stub.name) if stub else None
     groups = metal_groups.get(functor or op, ())
 
     candidate = None
     if legacy:
-        candidate = _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing)
+        candidate = _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing,
+                               sites)
     xfail_keys = xfail_by_op.get(op, Counter())
     return OpRecord(
         op=op,
@@ -317,7 +321,8 @@ def _op_record(views, op, entries, catalog, definitions, metal_groups, xfail_by_
     )
 
 
-def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing) -> Candidate:
+def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, catalog, backing,
+               sites=()) -> Candidate:
     problem = generation_problem(views, op, shared, legacy, stub, stub_problem, "migrate", entries=entries)
     if problem is not None:
         return Candidate("port", problem.message)
@@ -334,12 +339,12 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
         graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
         return Candidate("reduce", f"reduction ({stub.name}), reduction catalog body{graph}")
     if is_params_stub(stub, checkout_enums(views.ws)):  # several scalars: a params struct (mpsgen/params.py)
-        tier, why = params_candidate(views, op, shared, stub, functor, catalog, backing)
+        tier, why = params_candidate(views, op, shared or sites, stub, functor, catalog, backing)
         refusal = migrate_refusal(views.checkout, op, views, _templates(views)) if tier == "ready" else None
         if refusal is not None:
             return Candidate("port", f"migrate refuses: {refusal}")
         return Candidate(tier, why)
-    arity = len(shared[0].entry.tensor_inputs)
+    arity = len((shared or sites)[0].entry.tensor_inputs)
     alpha = stub.scalar_count == 1
     entry = lookup(functor, catalog) or lookup(op, catalog)
     graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"

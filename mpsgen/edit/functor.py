@@ -217,7 +217,7 @@ def render_functor(templates: Templates, body: Body, *, name: str, arity: int, a
         text = templates.render(
             "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
             groups=groups, arity_word=ARITY_WORDS[arity], sources=_comment_lines(placeholder_comment(body.answers)),
-            **spelling,
+            output=body.output, **spelling,
         )
     return FunctorChoice(body.source, text, groups)
 

@@ -143,8 +143,29 @@ class _Source:
         return count - sum(d.identifiers[name] for d in excluding if not self.is_removed(d))
 
     def remaining_text(self) -> str:
-        spans = _tidy(self.text, _merged_spans([(d.start, d.end) for d, _ in self.removed]))
-        return replace_spans(self.text, [(s, e, "") for s, e in spans])
+        bodies = [(d.start, d.end, d.args[0]) for d, kind in self.removed if kind == "body"]
+        spans = _tidy(self.text, _merged_spans([(d.start, d.end) for d, kind in self.removed if kind != "body"]))
+        return replace_spans(self.text, sorted([(s, e, "") for s, e in spans] + bodies))
+
+
+def _body_item(src: _Source, d: Definition, statements: str) -> Definition:
+    """The inside of `d`'s body braces as an item replaced by `statements` (kind "body": its
+    `args[0]` is the new text); its identifiers are those the old body had beyond the new one's,
+    so that what only the old body used is found unused."""
+    masked = src.masked
+    open_at = masked.index("{", masked.index(")", d.code_start))
+    while True:  # the body's brace: after the parameter list (`TORCH_IMPL_FUNC(x)(...) {`)
+        before = masked[d.code_start:open_at]
+        if before.count("(") == before.count(")"):
+            break
+        open_at = masked.index("{", open_at + 1)
+    close_at = d.code_end - 1
+    while masked[close_at] != "}":
+        close_at -= 1
+    old = identifiers(masked[open_at + 1 : close_at])
+    new = identifiers(mask_code(statements))
+    return replace(d, kind="body", start=open_at + 1, end=close_at, code_start=open_at + 1, code_end=close_at,
+                   identifiers=old - new, args=("\n" + statements,))
 
 
 def _merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -178,7 +199,7 @@ def _lines_in(text: str, start: int, end: int) -> int:
 
 def plan_legacy_removal(
     files: dict[str, str], kernels: set[str], op: str, header_symbols: set[str], read_definitions=None,
-    read_names=None,
+    read_names=None, rewrite: dict[str, str] | None = None,
 ) -> LegacyResult:
     """Plan the deletion of `kernels` (the legacy `MPS:` kernel names of `op`) from `files`.
 
@@ -187,8 +208,10 @@ def plan_legacy_removal(
     still needed). Call again on the returned texts for the next op. `read_definitions(path)`: the
     definitions of `files[path]` as a Views keeps them (`Views.definitions`), else they are found here;
     `read_names(path)`, the names of the functions and macros they define (`Views.helper_names`),
-    asked of every file first.
+    asked of every file first. `rewrite`: kernels that stay, each with the statements its body
+    becomes (a per-device op's MPS function made the stub call); what only the old body used goes.
     """
+    rewrite = rewrite or {}
     sources = {path: _Source(path, text, read_definitions, read_names) for path, text in sorted(files.items())}
     removed_names: set[str] = set()
 
@@ -212,6 +235,10 @@ def plan_legacy_removal(
                 + ", ".join(sources),
                 hint="check the `MPS:` line in native_functions.yaml, or pass the file defining it with --legacy-file PATH",
             )
+        if kernel in rewrite:
+            for src, d in hits:
+                remove(src, _body_item(src, d, rewrite[kernel]), "body")
+            continue
         for src, d in hits:
             others = [a for a in d.args if "mps" in a.split("_") and a not in kernels]
             if d.kind == "macro-instance" and others:
@@ -295,7 +322,7 @@ def _dangling(sources: dict[str, _Source], kernels: set[str]) -> list[tuple[str,
     out = []
     for src in sources.values():
         for d, kind in src.removed:
-            if kind in ("include", "namespace"):
+            if kind in ("include", "namespace", "body"):
                 continue
             names = [a for a in d.args if a in kernels] if kind == "macro-instance" else [d.name]
             scope = [src] if src.file_local and (d.is_static or kind == "macro") else list(sources.values())
@@ -546,9 +573,10 @@ def plan_legacy(views, spec, legacy_files: tuple[str, ...] = ()) -> tuple[FileCh
     still refer to what goes."""
 
     files = {rel: views.ws.read(rel) for rel in dict.fromkeys([*views.host_files(), *legacy_files])}
+    rewrite = {body.kernel: body.text for body in spec.per_device.bodies} if spec.per_device is not None else {}
     result = plan_legacy_removal(files, set(spec.legacy_kernels), spec.op, set(spec.header_symbols),
-                                 read_definitions=views.definitions, read_names=views.helper_names)
-    removed = {r.name for r in result.removals if r.kind != "include"}
+                                 read_definitions=views.definitions, read_names=views.helper_names, rewrite=rewrite)
+    removed = {r.name for r in result.removals if r.kind not in ("include", "body")}
     dangling = find_dangling_references({**files, **result.texts}, removed)
     if dangling:
         raise MpsgenError(
@@ -560,6 +588,10 @@ def plan_legacy(views, spec, legacy_files: tuple[str, ...] = ()) -> tuple[FileCh
     for removal in result.removals:
         detail = f"{removal.name} ({counted(removal.line_count, 'line')}"
         detail += f", {counted(removal.graph_sites, 'graph site')})" if removal.graph_sites else ")"
+        if removal.kind == "body":  # a per-device op's MPS function: it stays, its body is the stub call
+            detail = f"{removal.name}: its body {detail.partition(' ')[2]} becomes the stub call"
+            changes.setdefault(removal.location.path, []).append(Change("body", removal.location, detail))
+            continue
         changes.setdefault(removal.location.path, []).append(Change(f"remove-{removal.kind}", removal.location, detail))
     notes: dict[str, list[Note]] = {}
     after = _LinesAfter({rel: EditMap(files[rel], text) for rel, text in result.texts.items()})

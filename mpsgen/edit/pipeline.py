@@ -35,8 +35,9 @@ from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launch
                                     plan_orders, sibling_line,
                                     reduction_host_of,
                                     reduction_kernels_of, registration_macro)
+from mpsgen.facts.perdevice import mps_function_state
 from mpsgen.facts.resolve import OpSpec, Options
-from mpsgen.facts.rules import choose_groups, refuse_uncalled_groups
+from mpsgen.facts.rules import choose_groups, output_type, refuse_uncalled_groups
 from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
 from mpsgen.model import FileChange, Location, Note
 from mpsgen.read.c10lib import checkout_functions
@@ -127,6 +128,7 @@ def choose_body(views: Views, spec: OpSpec, options: Options) -> tuple[Body, tup
         body = find_body(body_resolution(views, spec, options), op=spec.op, name=spec.functor, arity=spec.arity,
                          alpha=spec.alpha, expr=options.expr, dtypes=options.dtypes, forced=options.body,
                          alpha_name=spec.alpha_name)
+        body = replace(body, output=output_type(spec.facts, body.output))  # signbit's meta: bool
         try:
             return body, choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
                                        explicit=options.dtypes, body=body.describe,
@@ -200,8 +202,11 @@ def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) ->
 
 
 def dispatch_step(c: StepContext) -> Iterable[FileChange]:
-    """native_functions.yaml: MPS joins the shared lines; (migrate) the `MPS: x_mps` lines go."""
+    """native_functions.yaml: MPS joins the shared lines; (migrate) the `MPS: x_mps` lines go. A
+    per-device op's `MPS:` lines stay (its MPS functions become the stub call: the legacy step)."""
 
+    if c.spec.per_device is not None:
+        return
     yield plan_dispatch(c.read(NATIVE_FUNCTIONS), c.spec)
 
 
@@ -327,6 +332,14 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
         ws.add_step("build: cd build && ninja torch_cpu")
         for test in test_names(facts) or (f"test_output_match_{spec.op}",):
             ws.add_step(f"test: python test/test_mps.py -k {test}")
+        return
+    if (spec.per_device is not None and facts.registrations and options.dtypes is None and options.expr is None
+            and all((state := mps_function_state(views, body.kernel, spec.stub)) is not None and state.calls_stub
+                    and not state.graph for body in spec.per_device.bodies)):
+        reg = facts.registrations[0]
+        names = ", ".join(body.kernel for body in spec.per_device.bodies)
+        ws.add_note(Note("info", f"{spec.op} is already native Metal: {names} call{'s' if len(spec.per_device.bodies) == 1 else ''} "
+                                 f"{spec.stub.name} for kMPS ({spec.stub.name} -> {reg.function})", reg.location))
         return
     if facts.native and facts.registrations and options.dtypes is None and options.expr is None:
         reg = facts.registrations[0]

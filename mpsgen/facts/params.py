@@ -209,7 +209,16 @@ def build_params(stub: Stub, entry, functor: str, kernel_file: str, arity: int,
     kinds = [STUB_KINDS.get(declared) or ("enum" if _enum_name(declared) in enums else "") for declared in extras]
     if call is not None and len(call.args) == len(extras) and all(a.name for a in call.args):
         renamed = schema_names(call, args)
-        carried = [(schema.get(renamed.get(a.name, a.name)), renamed.get(a.name, a.name), a.value) for a in call.args]
+
+        def carried_name(a) -> str:
+            # a local made from one parameter (gelu's `approximate_type = get_gelutype_enum(approximate)`)
+            # is called by the schema's name, which --expr and try use
+            name = renamed.get(a.name, a.name)
+            if name not in schema and len(a.reads) == 1 and renamed.get(a.reads[0], a.reads[0]) in schema:
+                return renamed.get(a.reads[0], a.reads[0])
+            return name
+
+        carried = [(schema.get(carried_name(a)), carried_name(a), a.value) for a in call.args]
     else:
         carried = _match_in_order(stub, entry, extras, kinds, args, where, call)
     fields = []

@@ -10,12 +10,13 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.compiled import CompiledAs, compiled_as
 from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
                                     load_takes_parameter)
+from mpsgen.facts.perdevice import PerDevice, per_device_of, per_device_sites
 from mpsgen.facts.params import (ParamsSpec, checkout_enums, is_params_stub, params_arity, resolve_params,
                                  ternary_params_hint)
 from mpsgen.facts.views import (DispatchSite, is_mps_only, OpFacts, SharedFunction, Views, functor_name_of_stub, groups_joined,
                                 read_op, shared_functions)
 from mpsgen.model import Location
-from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, OPERATIONS_DIR
+from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, NATIVE_DIR, OPERATIONS_DIR
 from mpsgen.read.cpp import mask_code
 from mpsgen.read.nfyaml import YamlEntry
 from mpsgen.read.stubcall import StubCall, read_stub_call
@@ -160,6 +161,24 @@ def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: 
     return Composite(functions, tuple(served))
 
 
+def composite_judgement(views: Views, facts: OpFacts) -> Composite | MpsgenError | str | None:
+    """How `verify` judges an op with no kernel of its own (relu; threshold_backward, served by
+    threshold's stub): the `Composite` when every op (or other op's stub) its shared function calls
+    is served on MPS, the error naming what is not, a string (why it cannot be judged: no .cpp to
+    read what it calls) for a stub-less op, or None for an op with a stub of its own."""
+    if not facts.shared:
+        return None
+    if facts.stub is not None and stub_owner(views, facts.op, facts.stub) is None:
+        return None
+    judged = composite_of(views, facts.op, facts.shared, facts.stub)
+    if judged is None and facts.stub is None:
+        if not views.checkout.glob(NATIVE_DIR, "*.cpp"):
+            return (f"{facts.op} has no stub and this checkout has no {NATIVE_DIR}/*.cpp (a wheel ships none): "
+                    f"what its shared function calls was not read")
+        return None
+    return judged
+
+
 @dataclass(frozen=True)
 class OpSpec:
     """An op `new-op`/`migrate` can generate a kernel for: its facts plus what the generator needs."""
@@ -178,6 +197,7 @@ class OpSpec:
     alpha_name: str = "alpha"
     call: StubCall | None = None  # what the shared function passes the stub (read from its .cpp)
     composite: Composite | None = None  # what the shared function calls, all served on MPS already
+    per_device: PerDevice | None = None  # CPU/CUDA/MPS functions of their own: the MPS one's body becomes the stub call
     notes: tuple[str, ...] = ()  # what the summary says of how the stub and the reduction were read
 
     @property
@@ -223,7 +243,9 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                                  reduction_flags=options.reduction_flags)
     if problem is not None:
         raise Refusal(problem.message, location=problem.location, hint=problem.hint)
-    composite = composite_of(views, op, facts.shared, facts.stub)
+    per_device = (per_device_of(views, op, facts.entries, facts.stub, checkout_enums(views.ws))
+                  if not facts.shared and facts.stub is not None else None)
+    composite = composite_of(views, op, facts.shared, facts.stub) if per_device is None else None
     if composite is None and facts.stub is None and facts.native:
         composite = Composite((), ())  # already on its shared line, what it calls not read (no .cpp)
     if composite is not None:
@@ -232,6 +254,8 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                       host_file, composite=composite, notes=(f"{op} has no kernel of its own: {composite.describe()}",))
     stub = facts.stub
     notes = (f"stub {stub.name}: {facts.stub_how}",) + reduction_notes(views, facts)
+    if per_device is not None:
+        notes += per_device_notes(op, per_device)
     reduction = stub.header in REDUCTION_FAMILY
     if options.reduction_flags and not reduction:
         raise MpsgenError(f"--identity/--combine/--finalize/--acc build a reduction's op struct; {op}'s stub "
@@ -240,14 +264,14 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     if reduction and options.expr is not None:
         raise MpsgenError(f"--expr is an elementwise functor body; {op} is a reduction ({stub.name})",
                           location=stub.location, hint="give its op struct with --identity and --combine")
-    carrier = facts.shared[0].entry
+    carrier = facts.shared[0].entry if per_device is None else per_device.carrier
     arity = len(carrier.tensor_inputs)
     kernel_file, host_file = _family_files(views, stub, options)
-    call = shared_call(views, facts.shared, stub)
+    call = shared_call(views, facts.shared or tuple(cpu for cpu, _ in per_device.sites), stub)
     if is_params_stub(stub, checkout_enums(views.ws)):
         params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file, call)
         return OpSpec(facts, stub, params.arity, False, facts.functor, kernel_file, host_file, params, call=call,
-                      notes=notes)
+                      notes=notes, per_device=per_device)
     if reduction:
         body = (flags_body(op, facts.functor, options.identity, options.combine, options.finalize, options.acc)
                 if options.reduction_flags else catalog_body(op))
@@ -260,7 +284,18 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
     alpha = stub.scalar_count == 1
     name = call.args[0].name if alpha and call is not None and len(call.args) == 1 and call.args[0].name else "alpha"
     return OpSpec(facts, stub, arity, alpha, facts.functor, kernel_file, host_file, alpha_name=name, call=call,
-                  notes=notes)
+                  notes=notes, per_device=per_device)
+
+
+def per_device_notes(op: str, per_device: PerDevice) -> tuple[str, ...]:
+    """What the summary says of a per-device op: the MPS functions stay, each body becomes the stub call."""
+    notes = []
+    for (cpu, mps), body in zip(per_device.sites, per_device.bodies):
+        functions = ", ".join(f"{'/'.join(line.keys)}: {line.kernel} ({line.location})"
+                              for line in cpu.entry.dispatch if {"CPU", "CUDA"} & set(line.keys))
+        notes.append(f"{cpu.entry.name}'s CPU and CUDA kernels are per-device functions ({functions}): "
+                     f"`MPS: {body.kernel}` stays in the yaml and its body becomes the stub call {body.how}")
+    return tuple(notes)
 
 
 def shared_call(views: Views, shared: tuple[DispatchSite, ...], stub: Stub) -> StubCall | None:
@@ -350,22 +385,34 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
     """Why mpsgen cannot generate a kernel for the op (the error to raise), or None. `scan` ranks
     candidates by the same answer."""
     first = entries[0]
-    if not shared:
+    enums = checkout_enums(views.ws)
+    per_device = per_device_sites(entries) if not shared and legacy else ()
+    if per_device and stub is not None and (stub.supported or is_params_stub(stub, enums)):
+        # the MPS function stays and calls the stub: judged as a shared op on its MPS lines
+        try:
+            per_device_of(views, op, entries, stub, enums)
+        except MpsgenError as exc:
+            return exc
+        if mode == "new-op":
+            site = legacy[0]
+            return MpsgenError(f"{op} is already served by a separate MPS kernel {site.line.kernel}",
+                               location=site.line.location,
+                               hint=f"use `mpsgen migrate {op}` to make its body the stub call")
+        shared = tuple(mps for _, mps in per_device)
+    elif not shared:
         if legacy:
             site = legacy[0]
             per_device = [(line.keys, line.kernel) for e in entries for line in e.dispatch
                           if {"CPU", "CUDA"} & set(line.keys) and not is_mps_only(line)]
             if len({kernel for _, kernel in per_device}) > 1:
                 functions = ", ".join(f"{'/'.join(keys)}: {kernel}" for keys, kernel in per_device)
-                around = f" around {stub.name} ({stub.signature})" if stub is not None else ""
-                beyond = ""
-                if stub is not None and not stub.supported and not is_params_stub(stub):
-                    beyond = (f"; and {stub.name} takes {', '.join(stub.params[1:])}, a stub argument beyond Scalars "
-                              "(a params struct built from the schema's arguments, not generated yet)")
+                if stub is None:
+                    why = f"no stub serves them: {stub_problem}"
+                else:
+                    why = (f"around {stub.name}, whose signature {stub.signature} mpsgen cannot generate a kernel "
+                           f"for (supported: {SUPPORTED_SIGNATURES})")
                 return MpsgenError(
-                    f"{op}'s CPU and CUDA kernels are per-device functions ({functions}){around}: MPS keeps "
-                    f"`MPS: {site.line.kernel}` and its body becomes the stub call, which mpsgen does not write yet"
-                    f"{beyond}",
+                    f"{op}'s CPU and CUDA kernels are per-device functions ({functions}) {why}",
                     location=site.line.location,
                     hint=f"port {site.line.kernel} by hand: call the stub for kMPS as the CPU function does, and "
                          "register a Metal kernel for it",
@@ -389,6 +436,9 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
             hint="new-op and migrate handle ops whose CPU and CUDA kernels go through a DispatchStub",
         )
     native = not legacy and all(groups_joined(shared))
+    if per_device:
+        legacy = ()  # its MPS functions stay: nothing of the shared-line checks below applies
+        native = False
     if mode == "new-op" and legacy:
         site = legacy[0]
         return MpsgenError(
@@ -396,13 +446,13 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
             location=site.line.location,
             hint=f"use `mpsgen migrate {op}` to move it onto a native Metal kernel",
         )
-    if mode == "migrate" and not legacy and not native:
+    if mode == "migrate" and not legacy and not native and not per_device:
         return MpsgenError(
             f"{op} has no MPS kernel to migrate",
             location=shared[0].line.location,
             hint=f"use `mpsgen new-op {op}` to give it a native Metal kernel",
         )
-    composite = composite_of(views, op, shared, stub) if not explicit_stub else None
+    composite = composite_of(views, op, shared, stub) if not explicit_stub and not per_device else None
     if isinstance(composite, MpsgenError):
         return composite
     if composite is not None or (stub is None and native and mode == "migrate"):

@@ -42,7 +42,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import lookup
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.read.cpp import mask_code, match_brace
-from mpsgen.read.cpuread import INT2FLOAT, SAME
+from mpsgen.read.cpuread import BOOL, INT2FLOAT, SAME
 from mpsgen.read.opinfo import reference_dtypes, tested_dtypes
 from mpsgen.read.testlists import canonical_dtype
 
@@ -374,8 +374,22 @@ def bool_output_reason(facts: OpFacts, body_output: str = "") -> str:
 
     if body_output == "bool":
         return f"the catalog's {facts.op} body writes bool for every input"
+    cpu = facts.cpu_output
+    if cpu.kind == BOOL:
+        return f"its CPU meta function at {cpu.location} builds a bool output (a `_force_boolean_` builder)"
     ref = next((ref for ref in facts.refs if ref.kind != "python-ref" and ref.always_returns_bool), None)
     return f"its OpInfo at {ref.location} says always_returns_bool" if ref is not None else ""
+
+
+def output_type(facts: OpFacts, body_output: str = "") -> str:
+    """The Metal output type of every registration of the op's functor: `bool` where the body
+    (the catalog's `output`) or the CPU meta function (`build_borrowing_unary_force_boolean_op`:
+    signbit) says the op writes bool for every input, as 2.15 compiles such ops
+    (`isposinf_dense_bool_float`: `<op>_dense_<out>_<in>`); else "" (as the dtype group says)."""
+
+    if body_output:
+        return body_output
+    return "bool" if facts.cpu_output.kind == BOOL else ""
 
 
 def refuse_uncalled_groups(facts: OpFacts, requested: tuple[str, ...] | None, body_output: str = "") -> str:

@@ -149,8 +149,14 @@ def stub_candidates(op: str, shared: tuple[DispatchSite, ...]) -> list[str]:
 
 def functor_name_of_stub(stub_name: str) -> str:
     """The functor a generated kernel for `stub_name` is named after (unique per stub, so overloads
-    of one op that use different stubs get different functors)."""
-    return stub_name[: -len("_stub")] if stub_name.endswith("_stub") else stub_name
+    of one op that use different stubs get different functors). A CamelCase stub named for its
+    kernel is snake-cased without the word `Kernel` (`GeluKernel` -> `gelu`, `GeluBackwardKernel` ->
+    `gelu_backward`: the names 2.15 compiles, `gelu_dense_float_float`)."""
+    if stub_name.endswith("_stub"):
+        return stub_name[: -len("_stub")]
+    if re.fullmatch(r"(?:[A-Z][a-z0-9]+)+Kernel", stub_name):
+        return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", stub_name[: -len("Kernel")]).lower()
+    return stub_name
 
 
 # ------------------------------------------------------------------------------------ host files

@@ -27,12 +27,13 @@ from mpsgen.textedit import LineIndex
 
 INT2FLOAT = "int2float"
 SAME = "same"
+BOOL = "bool"  # a `_force_boolean_` builder: the output is bool whatever the input
 UNKNOWN = "unknown"
 
 # the iterator builders and what they make of integer inputs
 _BUILDER = re.compile(
-    r"\b(?:build_(?:borrowing_)?(?:unary|binary)(?P<f1>_float)?_op"
-    r"|TensorIterator\s*::\s*(?:borrowing_)?(?:unary|binary)(?P<f2>_float)?_op)\s*\("
+    r"\b(?:build_(?:borrowing_)?(?:unary|binary)(?:(?P<f1>_float)|(?P<b1>_force_boolean))?_op"
+    r"|TensorIterator\s*::\s*(?:borrowing_)?(?:unary|binary)(?:(?P<f2>_float)|(?P<b2>_force_boolean))?_op)\s*\("
     r"|\bpromote_integer_inputs_to_float\s*\(\s*true\s*\)"
 )
 _META_HEAD = re.compile(r"\bTORCH_META_FUNC(2?)\s*\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)")
@@ -91,10 +92,14 @@ class CpuFile:
 
 
 def body_kind(masked_body: str) -> str:
-    """`int2float`, `same`, `unknown` (both), or "" (no iterator built) for a masked body."""
+    """`int2float`, `same`, `bool` (`build_borrowing_unary_force_boolean_op`: signbit), `unknown`
+    (several), or "" (no iterator built) for a masked body."""
     kinds = set()
     for m in _BUILDER.finditer(masked_body):
-        kinds.add(INT2FLOAT if (m.group("f1") or m.group("f2") or "promote_integer" in m.group(0)) else SAME)
+        if m.group("b1") or m.group("b2"):
+            kinds.add(BOOL)
+        else:
+            kinds.add(INT2FLOAT if (m.group("f1") or m.group("f2") or "promote_integer" in m.group(0)) else SAME)
     if len(kinds) > 1:
         return UNKNOWN
     return kinds.pop() if kinds else ""

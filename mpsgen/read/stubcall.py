@@ -104,6 +104,25 @@ def _call_in(text: str, rel: str, d, stub: str) -> StubCall | None:
     return None
 
 
+def function_parts(text: str, d) -> tuple[tuple[tuple[str, str], ...], int, int] | None:
+    """A function's or `TORCH_IMPL_FUNC`'s (type, name) parameters and the offsets of its body's
+    braces in `text` (`d`: its `cpp.Definition`); None when they cannot be delimited."""
+    masked = mask_code(text)
+    code = masked[d.code_start : d.code_end]
+    brace = code.find("{")
+    head_open = code.find("(", code.find(d.name) + len(d.name)) if d.kind == "function" else code.find("(", code.find(")") + 1)
+    if brace < 0 or head_open < 0:
+        return None
+    head_close = match_brace(masked, d.code_start + head_open)
+    parameters = tuple(_parameter(p) for p in split_top_level(text[d.code_start + head_open + 1 : head_close],
+                                                                "(<[", ")>]") if p.strip())
+    open_at = masked.index("{", head_close)
+    close_at = match_brace(masked, open_at)
+    if close_at < 0:
+        return None
+    return parameters, open_at, close_at
+
+
 def _parameter(param: str) -> tuple[str, str]:
     words = " ".join(param.split("=")[0].split())
     m = re.search(r"(\w+)\s*$", words)

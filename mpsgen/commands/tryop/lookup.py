@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from mpsgen.commands.scan import accepting_command
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.perdevice import per_device_sites
 from mpsgen.facts.reduction import reduction_of
 from mpsgen.facts.views import METAL_TO_TORCH, Views, read_op
 from mpsgen.model import Location
@@ -84,7 +85,9 @@ def functor_facts(checkout: Checkout, op: str, stub: str | None = None) -> Funct
     if not types:
         raise MpsgenError(f"{name}_functor is not registered for any dtype", location=location,
                           hint="add its REGISTER_* lines (mpsgen new-op writes them)")
-    carrier = facts.shared[0].entry
+    # a per-device op (gelu: CPU: gelu_out_cpu, MPS: gelu_out_mps) reads its stub call from its CPU lines
+    sites = facts.shared or tuple(cpu for cpu, _ in per_device_sites(facts.entries))
+    carrier = sites[0].entry
     extras = facts.stub.params[1:] if facts.stub is not None else ()
     alpha = bool(extras)
     alpha_types = {}
@@ -97,7 +100,7 @@ def functor_facts(checkout: Checkout, op: str, stub: str | None = None) -> Funct
     return FunctorFacts(op, name, rel, location, arity, alpha, types, kernel_arity,
                         tuple((t, alpha_types[t]) for t in types if t in alpha_types), facts.host.body,
                         _declared_params(checkout, facts.host), facts.host.location,
-                        read_stub_call(checkout, tuple(dict.fromkeys(s.line.kernel for s in facts.shared)),
+                        read_stub_call(checkout, tuple(dict.fromkeys(s.line.kernel for s in sites)),
                                        facts.stub.name) if facts.stub is not None else None)
 
 

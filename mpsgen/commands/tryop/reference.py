@@ -107,12 +107,13 @@ def schema_type(argument) -> str:
 
 
 def _scalar_overload(schema, arity: int) -> bool:
-    """`arity` tensors first, then only scalar arguments (Scalar, float, float?, int, bool)."""
+    """`arity` tensors first, then only scalar arguments (Scalar, float, float?, int, bool, and a str an
+    enum helper takes: gelu's `approximate`)."""
     args = [a for a in schema.arguments if not a.is_out]
     tensors = [a for a in args if schema_type(a) == "Tensor"]
     others = [a for a in args if schema_type(a) != "Tensor"]
     return (len(tensors) == arity
-            and all(schema_type(a) in ("Scalar", "float", "float?", "int", "bool", "Scalar?") for a in others))
+            and all(schema_type(a) in ("Scalar", "float", "float?", "int", "bool", "Scalar?", "str") for a in others))
 
 
 def torch_scalar_reference(op: str, arity: int):

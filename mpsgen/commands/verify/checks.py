@@ -12,8 +12,9 @@ from mpsgen.commands.verify.model import FAILED, PASSED, SKIPPED, CheckResult, F
 from mpsgen.edit.expectations import plan_test_lists
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.perdevice import mps_function_state, per_device_sites
 from mpsgen.facts.reduction import ReductionFacts, reduction_instantiations_of, reduction_of
-from mpsgen.facts.resolve import FAMILY_FILES
+from mpsgen.facts.resolve import FAMILY_FILES, Composite, composite_judgement
 from mpsgen.facts.rules import MPSGRAPH, host_routing, missing_coverage
 from mpsgen.facts.views import OpFacts, Views, read_op
 from mpsgen.model import Location
@@ -71,7 +72,28 @@ def check_op(views: Views, op: str, settings: CheckSettings = CheckSettings(),
     return out
 
 
+def _check_per_device(views: Views, f: OpFacts) -> list[Finding]:
+    """A per-device op (`CPU: gelu_out_cpu`, `CUDA: gelu_out_cuda`, `MPS: gelu_out_mps`): its MPS
+    lines stay; each MPS function must call the stub for kMPS and build no MPSGraph."""
+    out = []
+    for _, mps in per_device_sites(f.entries):
+        state = mps_function_state(views, mps.line.kernel, f.stub)
+        stub = f.stub.name if f.stub is not None else "its stub"
+        if state is None:
+            out.append(Finding("yaml-dispatch", f.op, mps.line.location,
+                               f"`MPS: {mps.line.kernel}` names a function no operations/*.mm file defines",
+                               f"define {mps.line.kernel} calling {stub} for kMPS"))
+        elif state.graph or not state.calls_stub:
+            what = "still builds an MPSGraph" if state.graph else f"does not call {stub} for kMPS"
+            out.append(Finding("yaml-dispatch", f.op, state.location,
+                               f"{mps.line.kernel} (the per-device MPS function of {mps.entry.name}) {what}",
+                               f"make its body the stub call for kMPS (`mpsgen migrate {f.op}` does it)"))
+    return out
+
+
 def _check_yaml(views: Views, f: OpFacts, settings: CheckSettings):
+    if not f.shared and per_device_sites(f.entries):
+        return _check_per_device(views, f)
     if not f.shared:
         return [Finding("yaml-dispatch", f.op, f.entries[0].location,
                         f"{f.op} has no shared `CPU, CUDA: ...` dispatch line, so nothing serves MPS through a stub",
@@ -93,10 +115,19 @@ def _check_yaml(views: Views, f: OpFacts, settings: CheckSettings):
 
 
 def _check_stub(views: Views, f: OpFacts, settings: CheckSettings):
-    if not f.shared:
+    if not f.shared and not per_device_sites(f.entries):
         return "no shared dispatch line"
+    judged = composite_judgement(views, f)
+    if isinstance(judged, Composite):
+        return []  # every op (or other op's stub) it calls is served on MPS
+    if isinstance(judged, MpsgenError):
+        return [Finding("stub-registration", f.op, judged.location or f.shared[0].line.location, judged.message,
+                        judged.hint or "give what it calls an MPS kernel first")]
+    if isinstance(judged, str):
+        return judged
     if f.stub is None:
-        return [Finding("stub-registration", f.op, f.shared[0].line.location, f.stub_problem,
+        where = (f.shared or f.legacy)[0].line.location
+        return [Finding("stub-registration", f.op, where, f.stub_problem,
                         "declare the stub in aten/src/ATen/native/<Family>.h")]
     stub = f.stub
     if not f.registrations:
@@ -120,7 +151,16 @@ def _check_stub(views: Views, f: OpFacts, settings: CheckSettings):
     return []
 
 
+def _composite_skip(views: Views, f: OpFacts) -> str | None:
+    """Why the kernel checks skip a stub-less composite op (relu): it has no kernel of its own."""
+    if f.stub is None and f.shared and isinstance(composite_judgement(views, f), Composite):
+        return f"{f.op} has no kernel of its own: it is served by what its shared function calls (see stub-registration)"
+    return None
+
+
 def _check_kernel_name(views: Views, f: OpFacts, settings: CheckSettings):
+    if skip := _composite_skip(views, f):
+        return skip
     if f.host is None:
         return "no single MPS registration to follow (see stub-registration)"
     reduction = reduction_of(views, f)
@@ -328,6 +368,11 @@ def legacy_names(f: OpFacts) -> list[str]:
 
 def _check_legacy(views: Views, f: OpFacts, settings: CheckSettings):
     names = legacy_names(f)
+    if not f.shared:  # a per-device op's MPS functions that are the stub call are its MPS kernels now
+        served = {mps.line.kernel for _, mps in per_device_sites(f.entries)
+                  if (state := mps_function_state(views, mps.line.kernel, f.stub)) is not None
+                  and state.calls_stub and not state.graph}
+        names = [n for n in names if n not in served]
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
     out = []
     for rel in views.host_files():

@@ -7,10 +7,18 @@ import subprocess
 from pathlib import Path
 
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.views import Views, all_native_ops, unknown_op
+from mpsgen.facts.perdevice import per_device_native_ops
+from mpsgen.facts.views import Views, all_native_ops as shared_native_ops, unknown_op
 from mpsgen.read.checkout import NATIVE_FUNCTIONS
 
 __all__ = ["all_native_ops", "changed_ops", "check_op_names"]
+
+
+def all_native_ops(views: Views) -> tuple[str, ...]:
+    """`--all-native`: the ops served on MPS through a shared line's stub, and the per-device ops
+    whose MPS functions call their stub for kMPS (`mpsgen.facts.perdevice`)."""
+    found = set(shared_native_ops(views)) | set(per_device_native_ops(views))
+    return tuple(op for op in views.native_functions.op_names if op in found)
 
 
 def check_op_names(views: Views, ops: tuple[str, ...]) -> tuple[str, ...]:

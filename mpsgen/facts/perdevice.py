@@ -1,0 +1,269 @@
+"""Per-device functions around one stub (issue 36 item 3): CPU and CUDA dispatch to functions of
+their own (`CPU: gelu_out_cpu`, `CUDA: gelu_out_cuda`) that each call one stub for their device
+(`GeluKernel(kCPU, *this, get_gelutype_enum(approximate))`), and MPS to a function of its own
+(`MPS: gelu_out_mps`) building an MPSGraph. The MPS function stays in the yaml; its body becomes
+the stub call for kMPS, as the CPU function makes it:
+
+- a structured op (`TORCH_IMPL_FUNC`, the iterator is `*this`, built by the meta function all
+  devices share): `<stub>(kMPS, *this, <what the CPU function passes>)`, each argument as the CPU
+  function's call computes it from its parameters (`mpsgen.read.stubcall`, locals substituted),
+  renamed to the MPS function's parameters; without a .cpp (a wheel), from the stub's declared
+  parameters and the schema's arguments (an enum made from a string through the header's helper,
+  `get_gelutype_enum(approximate)`);
+- a non-structured op (`log_sigmoid_backward_cpu_out`: the function builds its own iterator): the
+  CPU function's body with `kCPU` made `kMPS` and its parameters renamed to the MPS function's,
+  when the body has no preprocessor conditional (an `#if AT_MKLDNN_ENABLED()` branch is the CPU's
+  own); otherwise, and without a .cpp, a refusal naming what is missing.
+
+`per_device_sites` finds the shape, `per_device_of` builds the bodies (or refuses), and
+`mps_function_state` tells `verify` whether an MPS function is the stub call or still a graph."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mpsgen.errors import MpsgenError
+from mpsgen.facts.params import EnumType, _enum_name
+from mpsgen.facts.views import DispatchSite, Views, is_legacy_line, is_shared_line, resolve_stub
+from mpsgen.model import Location
+from mpsgen.read.checkout import NATIVE_DIR
+from mpsgen.read.cpp import find_definitions, find_directives, mask_code
+from mpsgen.read.stubcall import function_parts, read_stub_call
+from mpsgen.read.stubs import Stub
+from mpsgen.textedit import LineIndex
+
+# MPSGraph construction in a host function's body (as `facts.rules.MPSGRAPH` marks graph sites)
+_GRAPH = re.compile(r"\b(?:MPSGraph\w*|LookUpOrCreateCachedGraph|runMPSGraph|mpsGraph)\b")
+_CPU = re.compile(r"\b(?:(?:c10::|at::)?(?:DeviceType::CPU|kCPU))\b")
+
+
+@dataclass(frozen=True)
+class MpsBody:
+    """What one MPS function's body becomes."""
+
+    kernel: str  # the MPS line's function (gelu_out_mps): it stays in the yaml
+    location: Location  # its definition
+    text: str  # the statements, each line ending in a newline
+    how: str  # where the call was read (path:line)
+
+
+@dataclass(frozen=True)
+class PerDevice:
+    sites: tuple[tuple[DispatchSite, DispatchSite], ...]  # (CPU line, MPS line) of each entry
+    bodies: tuple[MpsBody, ...]
+
+    @property
+    def mps_sites(self) -> tuple[DispatchSite, ...]:
+        return tuple(mps for _, mps in self.sites)
+
+    @property
+    def carrier(self):
+        return self.sites[0][1].entry
+
+
+def per_device_sites(entries) -> tuple[tuple[DispatchSite, DispatchSite], ...]:
+    """The entries whose CPU and CUDA lines name different functions and whose MPS line names a
+    function of its own: (the CPU line, the MPS line) of each."""
+    out = []
+    for entry in entries:
+        cpu = next((ln for ln in entry.dispatch if "CPU" in ln.keys and "CUDA" not in ln.keys), None)
+        cuda = next((ln for ln in entry.dispatch if "CUDA" in ln.keys and "CPU" not in ln.keys), None)
+        mps = next((ln for ln in entry.dispatch if is_legacy_line(ln)), None)
+        if cpu is not None and cuda is not None and mps is not None and cpu.kernel != cuda.kernel:
+            out.append((DispatchSite(entry, cpu), DispatchSite(entry, mps)))
+    return tuple(out)
+
+
+def _definition(views: Views, files, name: str):
+    """(path, text, definition) of the function or TORCH_IMPL_FUNC `name` in `files`, or None."""
+    for rel in files:
+        text = views.ws.read(rel)
+        if name not in text:
+            continue
+        try:
+            definitions = find_definitions(text, rel)
+        except MpsgenError:
+            continue
+        for d in definitions:
+            if d.name == name and d.kind in ("function", "impl-func"):
+                return rel, text, d
+    return None
+
+
+def mps_definition(views: Views, kernel: str):
+    return _definition(views, views.host_files(), kernel)
+
+
+def per_device_of(views: Views, op: str, entries, stub: Stub, enums: dict[str, EnumType]) -> PerDevice | None:
+    """The per-device shape of the op with the body each MPS function gets (None when the op is
+    not in that shape); raises MpsgenError (a refusal) when a body cannot be written with certainty."""
+    sites = per_device_sites(entries)
+    if not sites:
+        return None
+    cpp = views.checkout.glob(NATIVE_DIR, "*.cpp")
+    bodies = []
+    for cpu, mps in sites:
+        found = mps_definition(views, mps.line.kernel)
+        if found is None:
+            raise MpsgenError(f"{op}'s MPS function {mps.line.kernel} (`MPS:` at {mps.line.location}) is not defined "
+                              f"in any operations/*.mm file", location=mps.line.location,
+                              hint="check the `MPS:` line, or define the function")
+        rel, text, d = found
+        parts = function_parts(text, d)
+        if parts is None:
+            raise MpsgenError(f"{mps.line.kernel}'s body cannot be delimited", location=d.location,
+                              hint="port it by hand")
+        parameters = parts[0]
+        where = Location(rel, LineIndex(text).line_of(d.code_start))
+        if d.kind == "impl-func":
+            body, how = _structured_call(views, op, cpu, mps, stub, enums, parameters, cpp)
+        else:
+            body, how = _copied_body(views, op, cpu, mps, stub, parameters, cpp)
+        bodies.append(MpsBody(mps.line.kernel, where, body, how))
+    return PerDevice(sites, tuple(bodies))
+
+
+def _renamer(old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]):
+    """Rename the CPU function's parameters to the MPS function's (by position: both follow the schema)."""
+    mapping = {a: b for (_, a), (_, b) in zip(old, new) if a and b and a != b}
+    if not mapping:
+        return lambda code: code
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, mapping)) + r")\b")
+
+    def rename(code: str) -> str:
+        masked = mask_code(code)
+        spans = [(m.start(), m.end(), mapping[m.group(1)]) for m in pattern.finditer(masked)
+                 if not (m.start() > 0 and masked[m.start() - 1] in ".>")]  # not a member: `iter.output`
+        for start, end, name in reversed(spans):
+            code = code[:start] + name + code[end:]
+        return code
+
+    return rename
+
+
+def _structured_call(views, op, cpu, mps, stub, enums, parameters, cpp) -> tuple[str, str]:
+    call = read_stub_call(views.ws, (cpu.line.kernel,), stub.name) if cpp else None
+    if call is not None:
+        rename = _renamer(call.parameters, parameters)
+        args = [rename(a.value) for a in call.args]
+        how = f"as {call.function} calls it at {call.where}, for kMPS"
+    elif cpp:
+        raise MpsgenError(f"{cpu.line.kernel} (the `CPU:` function of {cpu.entry.name}) does not call {stub.name} in "
+                          f"{NATIVE_DIR}/*.cpp, so what {mps.line.kernel} should pass it is not known",
+                          location=cpu.line.location, hint=f"port {mps.line.kernel} by hand")
+    else:
+        args, how = _declared_args(op, mps, stub, enums, parameters)
+    return f"  {stub.name}(kMPS, *this{''.join(', ' + a for a in args)});\n", how
+
+
+def _declared_args(op, mps, stub, enums, parameters) -> tuple[list[str], str]:
+    """Without a .cpp: the stub's parameters after the iterator, one per non-tensor schema argument
+    in order, an enum made from its string by the header's helper."""
+    entry = mps.entry
+    schema = [(type_, name) for type_, name, kw in entry.arguments
+              if not type_.startswith("Tensor") and not (kw and "!" in type_)]
+    extras = stub.params[1:]
+    names = {n for _, n in parameters}
+    if len(schema) != len(extras):
+        raise MpsgenError(f"{stub.name} takes {len(extras)} parameters besides the iterator but {entry.name} has "
+                          f"{len(schema)} non-tensor arguments, and this checkout has no {NATIVE_DIR}/*.cpp to read "
+                          f"what the CPU function passes", location=stub.type_location or stub.location,
+                          hint=f"port {mps.line.kernel} by hand")
+    args, helpers = [], []
+    for declared, (type_, name) in zip(extras, schema):
+        if name not in names:
+            raise MpsgenError(f"{mps.line.kernel} has no parameter named {name}", location=mps.line.location,
+                              hint=f"port {mps.line.kernel} by hand")
+        enum = enums.get(_enum_name(declared))
+        if enum is not None:
+            if type_ != "str" or not enum.helper:
+                raise MpsgenError(f"{stub.name} takes {enum.name}, and no helper of the headers makes it from "
+                                  f"{entry.name}'s `{type_} {name}`", location=enum.location,
+                                  hint=f"port {mps.line.kernel} by hand")
+            args.append(f"{enum.helper}({name})")
+            helpers.append(f"{enum.helper} at {enum.location}")
+        else:
+            args.append(name)
+    how = (f"from {stub.name}'s declaration at {stub.type_location or stub.location} and {entry.name}'s arguments"
+           + (f" ({', '.join(helpers)})" if helpers else "") + f", for kMPS (no {NATIVE_DIR}/*.cpp in this checkout)")
+    return args, how
+
+
+def _copied_body(views, op, cpu, mps, stub, parameters, cpp) -> tuple[str, str]:
+    found = _definition(views, cpp, cpu.line.kernel) if cpp else None
+    if found is None:
+        why = (f"this checkout has no {NATIVE_DIR}/*.cpp (a wheel ships none)" if not cpp
+               else f"{cpu.line.kernel} is not defined in {NATIVE_DIR}/*.cpp")
+        raise MpsgenError(f"{mps.line.kernel} builds its own iterator (it is not structured) and {why}: how the CPU "
+                          f"function {cpu.line.kernel} builds the iterator it hands {stub.name} was not read",
+                          location=mps.line.location,
+                          hint=f"run on a source checkout, or port {mps.line.kernel} by hand")
+    rel, text, d = found
+    parts = function_parts(text, d)
+    where = Location(rel, LineIndex(text).line_of(d.code_start))
+    if parts is None:
+        raise MpsgenError(f"{cpu.line.kernel}'s body cannot be delimited", location=where,
+                          hint=f"port {mps.line.kernel} by hand")
+    cpu_parameters, open_at, close_at = parts
+    inner = text[open_at + 1 : close_at]
+    masked = mask_code(inner)
+    if find_directives(inner, masked):
+        raise MpsgenError(f"{cpu.line.kernel}'s body has preprocessor conditionals (the CPU's own branches): "
+                          f"which of its lines MPS takes is not one mpsgen can tell", location=where,
+                          hint=f"port {mps.line.kernel} by hand")
+    calls = [m for m in re.finditer(rf"\b{re.escape(stub.name)}\s*\(\s*", masked)]
+    if len(calls) != 1 or not _CPU.match(masked, calls[0].end()):
+        raise MpsgenError(f"{cpu.line.kernel} does not call {stub.name} once for kCPU", location=where,
+                          hint=f"port {mps.line.kernel} by hand")
+    body = _renamer(cpu_parameters, parameters)(inner)
+    masked = mask_code(body)
+    spans = [(m.start(), m.end()) for m in _CPU.finditer(masked)]
+    for start, end in reversed(spans):
+        body = body[:start] + "kMPS" + body[end:]
+    lines = body.strip("\n").split("\n")
+    body = "".join(line.rstrip() + "\n" for line in lines)
+    line = LineIndex(text).line_of(open_at + 1 + calls[0].start())
+    return body, f"as {cpu.line.kernel}'s body makes it ({rel}:{line} calls {stub.name}), for kMPS"
+
+
+@dataclass(frozen=True)
+class MpsFunction:
+    """What an MPS function of a per-device op does now (verify)."""
+
+    kernel: str
+    location: Location
+    calls_stub: bool  # calls the stub for kMPS
+    graph: bool  # builds an MPSGraph
+
+
+def mps_function_state(views: Views, kernel: str, stub: Stub | None) -> MpsFunction | None:
+    found = mps_definition(views, kernel)
+    if found is None:
+        return None
+    rel, text, d = found
+    masked = mask_code(text)
+    code = masked[d.code_start : d.code_end]
+    calls = stub is not None and re.search(rf"\b{re.escape(stub.name)}\s*\(\s*(?:c10::|at::)?(?:DeviceType::MPS|kMPS)\b",
+                                           code) is not None
+    return MpsFunction(kernel, Location(rel, LineIndex(text).line_of(d.code_start)), calls, bool(_GRAPH.search(code)))
+
+
+def per_device_native_ops(views: Views) -> tuple[str, ...]:
+    """The per-device ops whose every MPS function calls their stub for kMPS and builds no graph
+    (what `migrate` leaves), with that stub registered for MPS: `verify --all-native` checks them
+    with the ops served through a shared line."""
+    nf = views.native_functions
+    found = []
+    for op in nf.op_names:
+        entries = nf.op_entries(op)
+        sites = per_device_sites(entries)
+        if not sites or any(is_shared_line(line) for e in entries for line in e.dispatch):
+            continue
+        stub = resolve_stub(views, op, (), entries=entries)[0]
+        if stub is None or not views.registrations(stub.name):
+            continue
+        states = [mps_function_state(views, mps.line.kernel, stub) for _, mps in sites]
+        if all(s is not None and s.calls_stub and not s.graph for s in states):
+            found.append(op)
+    return tuple(found)
