@@ -340,6 +340,29 @@ def reduction_notes(views: Views, facts: OpFacts) -> tuple[str, ...]:
             f"as two kernels ({facts.stub.name}'s elementwise pass, then the reduction; a fused pass is a later step)",)
 
 
+# A stub parameter that is a tensor (or its sizes and strides) rather than an iterator's operand or a scalar.
+_TENSOR_PARAM = re.compile(r"^(?:const\s+)?(?:at::)?(?:Tensor|TensorBase|IntArrayRef)\b")
+
+
+def out_of_family(stub: Stub) -> str | None:
+    """Why `stub` is no elementwise kernel (one value per element from the same position of each
+    operand, what every `exec_*_kernel` launcher and generated functor computes), or None: it takes
+    whole tensors instead of an iterator (sort, cumsum, max.dim, gather), or an iterator plus another
+    tensor or its geometry, which its kernel indexes into at positions the iterator's values give
+    (take_stub's `const TensorBase& input`, put_stub, masked_scatter_stub, index_stub's sizes and strides)."""
+    if stub.iterator_type is None and any(_TENSOR_PARAM.match(p) for p in stub.params):
+        return (f"{stub.name} ({stub.signature}) takes whole tensors, not a TensorIterator: its kernel walks them "
+                "itself (scans, sorts, reductions over a dim with indices), which no generated elementwise functor "
+                "does; a hand-written kernel is needed")
+    extra = [p for p in stub.params[1:] if _TENSOR_PARAM.match(p)]
+    if stub.iterator_type is not None and extra:
+        return (f"{stub.name} ({stub.signature}) takes {', '.join(extra)} besides the iterator: its kernel reads or "
+                "writes that tensor at positions computed from the iterator's values (an index kernel), which the "
+                "elementwise launchers (one value per element, from the same position of each operand) cannot "
+                "express; a hand-written kernel is needed")
+    return None
+
+
 def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], legacy: tuple[DispatchSite, ...],
                        stub: Stub | None, stub_problem: str, mode: str, *, entries: tuple[YamlEntry, ...],
                        explicit_stub: str | None = None, reduction_flags: bool = False) -> MpsgenError | None:
@@ -413,6 +436,11 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 hint=f"did you mean: {', '.join(close)}?" if close else "name a stub declared with DECLARE_DISPATCH in aten/src/ATen/native/*.h",
             )
         return MpsgenError(stub_problem, location=shared[0].line.location, hint="pass --stub NAME")
+    outside = out_of_family(stub)
+    if outside is not None:
+        return MpsgenError(outside, location=stub.type_location or stub.location,
+                           hint=f"port {op} by hand: a Metal kernel of its own and a host function registered for "
+                                f"{stub.name}")
     outputs = tensor_outputs(shared[0].entry)
     if len(outputs) > 1:
         return two_outputs_refusal(views, op, shared[0], stub, outputs)
