@@ -138,3 +138,32 @@ def test_a_loss_reduction_is_never_a_host_parameter_in_order():
     assert [s.label for s in sets] == ["reduction=0, delta=1", "reduction=0, delta=2", "reduction=0, delta=-1",
                                        "reduction=0, delta=0", "reduction=0, delta=1e-06",
                                        "reduction=0, delta=1000000"]
+
+
+# ---- how a loss reduces: through a helper of its file calling Tensor::mean()/sum() ----------------
+
+
+def test_a_reduction_through_the_files_helper_is_named_with_the_kernels_serving_it(tmp_path):
+    # huber_loss_out hands its result to apply_loss_reduction (the miniature's Loss.cpp, as ATen's):
+    # `unreduced.mean()` / `unreduced.sum()`, served on MPS by mean.out / sum.IntList_out
+    root = copy_checkout(tmp_path)
+    result = _cli(root, "migrate", "huber_loss", "--expr", HUBER, "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert ("note: aten/src/ATen/native/native_functions.yaml:1085: huber_loss reduces through Tensor::mean() "
+            "(aten/src/ATen/native/Loss.cpp:14; MPS: mean.out (MPS: mean_out_mps) at "
+            "aten/src/ATen/native/native_functions.yaml:1266), Tensor::sum() (aten/src/ATen/native/Loss.cpp:16; "
+            "MPS: sum.IntList_out (CPU, CUDA, MPS, XPU: sum_out) at aten/src/ATen/native/native_functions.yaml:1258): "
+            "with MPS on the shared line the reduction now runs as two kernels (huber_stub's elementwise pass, then "
+            "the reduction; a fused pass is a later step)\n") in result.stderr
+
+
+def test_the_cpu_reader_records_whole_tensor_reductions_called_as_methods():
+    from mpsgen.read.cpuread import Use, read_cpu_file
+
+    text = ("namespace {\nstatic at::Tensor reduce(const at::Tensor& t, int64_t r) {\n  if (r == 1) {\n"
+            "    return t.mean();\n  }\n  return r == 2 ? t.sum() : t.sum(0);\n}\n}\n\n"
+            "at::Tensor& loss_out(const at::Tensor& a, int64_t r, at::Tensor& out) {\n  loss_stub(kCPU, a);\n"
+            "  return out.copy_(reduce(out, r));\n}\n")
+    cpu = read_cpu_file(text, "aten/src/ATen/native/X.cpp")
+    assert [u for u in cpu.uses_of("loss_out") if u.kind == "method"] == [Use("method", "mean", 4),
+                                                                          Use("method", "sum", 6)]

@@ -323,19 +323,24 @@ def reduction_notes(views: Views, facts: OpFacts) -> tuple[str, ...]:
         return (f"{facts.op} takes `reduction`; this checkout has no aten/src/ATen/native/*.cpp, so how its "
                 f"shared function reduces was not read (ATen's losses reduce through at::mean/at::sum, "
                 f"which then run as a second kernel)",)
-    reducing = [(name, where) for f in functions for name, where in f.ops
+    # at::mean_out(...) in the function, or a helper of its file calling `t.mean()` (apply_loss_reduction)
+    reducing = [(f"at::{name}", name, where) for f in functions for name, where in f.ops
                 if name.removesuffix("_out") in REDUCING_OPS]
+    reducing += [(f"Tensor::{name}()", name, where) for f in functions for name, where in f.methods
+                 if name in REDUCING_OPS]
+    reducing = list(dict.fromkeys(reducing))  # huber_loss and huber_loss_out share the file's helper
     if not reducing:
         return (f"{facts.op} takes `reduction`; {functions[0].name} ({functions[0].location}) reduces "
-                f"through no at::mean/at::sum: its stub's kernel reduces (or the reduction is elementwise)",)
+                f"through no at::mean/at::sum (nor Tensor::mean()/sum()): its stub's kernel reduces (or the "
+                "reduction is elementwise)",)
     served = []
-    for name, where in reducing:
+    for shown, name, where in reducing:
         by = mps_kernel_of(views, name)
         if by is None:
-            raise Refusal(f"{functions[0].name} reduces {facts.op} through at::{name} ({where}), which has no MPS "
+            raise Refusal(f"{functions[0].name} reduces {facts.op} through {shown} ({where}), which has no MPS "
                           f"kernel in this checkout", location=where,
                           hint=f"give {name.removesuffix('_out')} an MPS kernel first")
-        served.append(f"at::{name} ({where}; MPS: {by})")
+        served.append(f"{shown} ({where}; MPS: {by})")
     return (f"{facts.op} reduces through {', '.join(served)}: with MPS on the shared line the reduction now runs "
             f"as two kernels ({facts.stub.name}'s elementwise pass, then the reduction; a fused pass is a later step)",)
 
