@@ -75,3 +75,34 @@ def test_elementwise_stubs_stay_in_family():
     assert "takes IntArrayRef, IntArrayRef besides the iterator" in out_of_family(
         _stub("TensorIteratorBase&", "IntArrayRef", "IntArrayRef"))  # index_stub: sizes and strides
     assert "takes whole tensors" in out_of_family(_stub("const Tensor&", "const Tensor&", "int64_t"))  # cumsum
+
+
+# ---- a composite op: what it calls has the kernels ------------------------------------------------
+
+COMPOSITE = Path(__file__).resolve().parent / "data" / "composite"
+
+
+def _with_prelu(tmp_path: Path, *, cpp: bool) -> Path:
+    root = copy_checkout(tmp_path)
+    with open(root / NATIVE / "native_functions.yaml", "a", encoding="utf-8", newline="") as handle:
+        handle.write((COMPOSITE / "native_functions.append.yaml").read_text(encoding="utf-8"))
+    if cpp:
+        shutil.copyfile(COMPOSITE / "Prelu.cpp", root / NATIVE / "Prelu.cpp")
+    return root
+
+
+@pytest.mark.parametrize("cpp", [False, True], ids=["wheel-convention", "read-from-cpp"])
+def test_a_composite_op_is_refused_naming_the_ops_it_runs_through(tmp_path, cpp):
+    root = _with_prelu(tmp_path, cpp=cpp)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "migrate", "prelu"])
+    assert result.exit_code == 2
+    line = len((root / NATIVE / "native_functions.yaml").read_text().splitlines()) - 6
+    # without the .cpp, ATen's `_<op>_kernel` convention; with it, every op its function calls that has
+    # a kernel line (relu for an empty weight, the miniature's `MPS: relu_mps`)
+    called = ("relu (MPS: relu_mps), _prelu_kernel (MPS: prelu_mps)" if cpp else "_prelu_kernel (MPS: prelu_mps)")
+    hint = ("mpsgen migrate relu / mpsgen migrate _prelu_kernel" if cpp else "mpsgen migrate _prelu_kernel")
+    assert result.stderr == (f"mpsgen: error: {NATIVE}/native_functions.yaml:{line}: prelu is a composite op (its "
+                             "entry names no dispatch: CompositeImplicitAutograd): MPS runs what it calls, "
+                             f"{called}; migrate that instead ({hint})\n")
+    assert snapshot(root) == before

@@ -150,7 +150,8 @@ def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: 
             served.append((f"at::{name}", where, by))
     if missing:
         return MpsgenError(f"{op}'s shared function{'s' if len(functions) > 1 else ''} "
-                           f"{', '.join(f.name for f in functions)} call what MPS does not serve yet: "
+                           f"{', '.join(f.name for f in functions)} call{'' if len(functions) > 1 else 's'} what MPS "
+                           "does not serve yet: "
                            + "; ".join(m for m, _ in missing),
                            location=functions[0].location, hint="; ".join(dict.fromkeys(h for _, h in missing)))
     return Composite(functions, tuple(served))
@@ -368,6 +369,32 @@ def out_of_family(stub: Stub) -> str | None:
     return None
 
 
+def composite_kernels(views: Views, op: str, entries: tuple[YamlEntry, ...]) -> MpsgenError | None:
+    """An op whose entries name no dispatch at all (CompositeImplicitAutograd: prelu) runs through
+    the ops its function calls; the refusal names those with a kernel line of their own (read from
+    its .cpp function's `at::` calls, else, in a checkout without the .cpp, the `_<op>_kernel` entry
+    ATen's convention gives such an op), each with how MPS serves it, and points at them."""
+    if any(e.dispatch for e in entries):
+        return None
+    called = [name for f in shared_functions(views, [op]) for name, _ in f.ops]
+    if not called and views.native_functions.op_entries(f"_{op}_kernel"):
+        called = [f"_{op}_kernel"]
+    kernels = []
+    for name in dict.fromkeys(called):
+        found = views.native_functions.op_entries(name)
+        if found and any(line for e in found for line in e.dispatch if {"CPU", "CUDA"} & set(line.keys)):
+            mps = next((line for e in found for line in e.dispatch if "MPS" in line.keys), None)
+            kernels.append((name, f"MPS: {mps.kernel}" if mps is not None else "no MPS kernel"))
+    if not kernels:
+        return None
+    return MpsgenError(
+        f"{op} is a composite op (its entry names no dispatch: CompositeImplicitAutograd): MPS runs what it calls, "
+        + ", ".join(f"{name} ({how})" for name, how in kernels) + "; migrate that instead",
+        location=entries[0].location,
+        hint=" / ".join(f"mpsgen migrate {name}" for name, _ in kernels),
+    )
+
+
 def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], legacy: tuple[DispatchSite, ...],
                        stub: Stub | None, stub_problem: str, mode: str, *, entries: tuple[YamlEntry, ...],
                        explicit_stub: str | None = None, reduction_flags: bool = False) -> MpsgenError | None:
@@ -407,6 +434,9 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 location=first.location,
                 hint=f"mpsgen {mode} {alias[0]}",
             )
+        composite = composite_kernels(views, op, entries)
+        if composite is not None:
+            return composite
         return MpsgenError(
             f"{op} has no shared `CPU, CUDA: ...` dispatch line, so no dispatch stub to register for MPS",
             location=first.location,
