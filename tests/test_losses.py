@@ -167,3 +167,18 @@ def test_the_cpu_reader_records_whole_tensor_reductions_called_as_methods():
     cpu = read_cpu_file(text, "aten/src/ATen/native/X.cpp")
     assert [u for u in cpu.uses_of("loss_out") if u.kind == "method"] == [Use("method", "mean", 4),
                                                                           Use("method", "sum", 6)]
+
+
+def test_a_backward_loss_reduction_is_the_scale_its_shared_function_hands_the_stub(tmp_path):
+    from test_params_args import _with_ternary_params
+
+    root = _with_ternary_params(copy_checkout(tmp_path))
+    indexing = root / "c10/metal/indexing.h"
+    indexing.write_text(indexing.read_text().replace(
+        "#define REGISTER_TERNARY_OP(", "#define REGISTER_TERNARY_ALPHA_OP(NAME, DTYPEI, DTYPEA, DTYPEO)\n"
+        "#define REGISTER_TERNARY_OP(", 1))
+    result = _cli(root, "migrate", "mse_loss_backward", "--expr", MSE_BACKWARD.format(alpha="norm"), "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert ("mse_loss_backward takes `reduction`; mse_loss_backward_out hands it to mse_backward_stub as norm = "
+            "`reduction == Reduction::Mean ? 2. / input.numel() : 2.` (aten/src/ATen/native/Loss.cpp:158): the kernel "
+            "scales by it and nothing reduces after it\n") in result.stderr

@@ -330,6 +330,12 @@ def reduction_notes(views: Views, facts: OpFacts) -> tuple[str, ...]:
     reducing += [(f"Tensor::{name}()", name, where) for f in functions for name, where in f.methods
                  if name in REDUCING_OPS]
     reducing = list(dict.fromkeys(reducing))  # huber_loss and huber_loss_out share the file's helper
+    call = shared_call(views, facts.shared, facts.stub) if not reducing and facts.stub is not None else None
+    scaled = [a for a in call.args if "reduction" in a.reads] if call is not None else []
+    if scaled:  # a backward loss: the reduction is a scale the kernel applies (mse_backward_stub's norm)
+        return (f"{facts.op} takes `reduction`; {call.function} hands it to {facts.stub.name} as "
+                + ", ".join(f"{a.name or a.text} = `{a.value}`" for a in scaled)
+                + f" ({call.where}): the kernel scales by it and nothing reduces after it",)
     if not reducing:
         return (f"{facts.op} takes `reduction`; {functions[0].name} ({functions[0].location}) reduces "
                 f"through no at::mean/at::sum (nor Tensor::mean()/sum()): its stub's kernel reduces (or the "
