@@ -281,11 +281,13 @@ def tensor_outputs(entry: YamlEntry) -> tuple[str, ...]:
     if returned.startswith("(") and returned.endswith(")"):
         returned = returned[1:-1]
     names = []
-    for part in (p.strip() for p in returned.split(",")):
+    parts = [p.strip() for p in returned.split(",")]
+    for k, part in enumerate(parts, 1):
         m = _TENSOR_RETURN.match(part)
         if m is None:
             return ()
-        names.append(m.group(1) or "out")
+        # unnamed: `out` alone, else by place (_prelu_kernel_backward's `-> (Tensor, Tensor)`)
+        names.append(m.group(1) or ("out" if len(parts) == 1 else f"output {k}"))
     return tuple(names)
 
 
@@ -307,8 +309,8 @@ def two_outputs_refusal(views: Views, op: str, site: DispatchSite, stub: Stub, o
         f"({stub.name}: {stub.signature}); {have}, so a generated functor would fill {outputs[0]} only",
         location=site.line.location,
         hint=(f"write a kernel of its own that stores every output and a host function launching it for "
-              f"{stub.name} (2.15's frexp kernels are frexp_dense_<T> and frexp_strided_<T> for float, half and "
-              f"bfloat: the mantissa in T, the exponent as int)"),
+              f"{stub.name}" + (" (2.15's frexp kernels are frexp_dense_<T> and frexp_strided_<T> for float, half "
+                                "and bfloat: the mantissa in T, the exponent as int)" if op == "frexp" else "")),
     )
 
 
