@@ -106,3 +106,31 @@ def test_a_composite_op_is_refused_naming_the_ops_it_runs_through(tmp_path, cpp)
                              "entry names no dispatch: CompositeImplicitAutograd): MPS runs what it calls, "
                              f"{called}; migrate that instead ({hint})\n")
     assert snapshot(root) == before
+
+
+# ---- an MPS kernel with no `CPU, CUDA: ...` line to join: the shape that keeps it a port ------------
+
+NO_SHARED = {
+    "add": "add's MPS kernel add_out_mps is not a shared stub kernel and its CPU and CUDA kernels are generated from "
+           "add.out's ufunc_inner_loop (torchgen's ufunc codegen), not a dispatch line MPS can join",
+    "permute": "permute's MPS kernel permute_mps is not a shared stub kernel and CPU and CUDA run its composite kernel "
+               "(CompositeExplicitAutograd: permute), which MPS overrides: no dispatch stub between them to register",
+    "pixel_shuffle": "pixel_shuffle's MPS kernel pixel_shuffle_mps is not a shared stub kernel and only CPU has a "
+                     "kernel of its own (pixel_shuffle_cpu), CUDA runs the composite one "
+                     "(CompositeExplicitAutogradNonFunctional: math_pixel_shuffle): no shared line to join",
+    "_copy_from": "_copy_from's MPS kernel _copy_from_mps is not a shared stub kernel and it has no CPU or CUDA kernel "
+                  "(MPS-only): nothing shared to join",
+}
+
+
+def test_scan_names_why_an_mps_kernel_has_no_shared_line(tmp_path):
+    root = copy_checkout(tmp_path)
+    with open(root / NATIVE / "native_functions.yaml", "a", encoding="utf-8", newline="") as handle:
+        handle.write((DATA / "native_functions.noshared.yaml").read_text(encoding="utf-8"))
+    result = run_cli(["-C", str(root), "scan", "--json"])
+    assert result.exit_code == 0, result.stderr
+    ops = {o["op"]: o for o in json.loads(result.stdout)["ops"]}
+    assert {op: ops[op]["candidate"] for op in NO_SHARED} == {
+        op: {"tier": "port", "reason": reason} for op, reason in NO_SHARED.items()}
+    migrate = run_cli(["-C", str(root), "migrate", "permute"])
+    assert migrate.exit_code == 2 and NO_SHARED["permute"] in migrate.stderr

@@ -377,6 +377,34 @@ def out_of_family(stub: Stub) -> str | None:
     return None
 
 
+def no_shared_line(entries: tuple[YamlEntry, ...]) -> str:
+    """Why the op's entries give MPS no `CPU, CUDA: ...` line to join, read from them: CPU and CUDA
+    kernels generated from a `ufunc_inner_loop` (add.out), a composite kernel MPS overrides
+    (permute), a kernel for one of the two devices only (record_stream), or no CPU/CUDA kernel at
+    all (an MPS-only op)."""
+    ufunc = next((e for e in entries if e.key("ufunc_inner_loop") is not None), None)
+    if ufunc is not None:
+        return (f"its CPU and CUDA kernels are generated from {ufunc.name}'s ufunc_inner_loop (torchgen's ufunc "
+                "codegen), not a dispatch line MPS can join")
+    lines = [line for e in entries for line in e.dispatch if not is_mps_only(line)]
+    devices = [(d, line.kernel) for line in lines for d in ("CPU", "CUDA") if d in line.keys]
+    composite = [(k, line.kernel) for line in lines for k in line.keys if k.startswith("Composite")]
+    if not devices and composite:
+        return (f"CPU and CUDA run its composite kernel ({', '.join(f'{k}: {v}' for k, v in composite)}), which "
+                "MPS overrides: no dispatch stub between them to register")
+    if not devices:
+        return "it has no CPU or CUDA kernel (MPS-only): nothing shared to join"
+    present = {d for d, _ in devices}
+    if len(present) == 1:
+        (only,) = present
+        other = "CUDA" if only == "CPU" else "CPU"
+        theirs = (f"{other} runs the composite one ({', '.join(f'{k}: {v}' for k, v in composite)})" if composite
+                  else f"{other} none")
+        return (f"only {only} has a kernel of its own ({', '.join(dict.fromkeys(k for _, k in devices))}), "
+                f"{theirs}: no shared line to join")
+    return "there is no `CPU, CUDA: ...` line to join"
+
+
 def composite_kernels(views: Views, op: str, entries: tuple[YamlEntry, ...]) -> MpsgenError | None:
     """An op whose entries name no dispatch at all (CompositeImplicitAutograd: prelu) runs through
     the ops its function calls; the refusal names those with a kernel line of their own (read from
@@ -430,8 +458,7 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                          "register a Metal kernel for it",
                 )
             return MpsgenError(
-                f"{op}'s MPS kernel {site.line.kernel} is not a shared stub kernel and there is no "
-                "`CPU, CUDA: ...` line to join",
+                f"{op}'s MPS kernel {site.line.kernel} is not a shared stub kernel and {no_shared_line(entries)}",
                 location=site.line.location,
                 hint="this op needs a hand-written port, not a generated kernel",
             )
