@@ -112,14 +112,14 @@ def test_a_composite_op_is_refused_naming_the_ops_it_runs_through(tmp_path, cpp)
 
 NO_SHARED = {
     "add": "add's MPS kernel add_out_mps is not a shared stub kernel and its CPU and CUDA kernels are generated from "
-           "add.out's ufunc_inner_loop (torchgen's ufunc codegen), not a dispatch line MPS can join",
+           "add.out's ufunc_inner_loop (torchgen's ufunc codegen): no dispatch line to join",
     "permute": "permute's MPS kernel permute_mps is not a shared stub kernel and CPU and CUDA run its composite kernel "
-               "(CompositeExplicitAutograd: permute), which MPS overrides: no dispatch stub between them to register",
+               "(CompositeExplicitAutograd: permute), which MPS overrides: no shared line to join",
     "pixel_shuffle": "pixel_shuffle's MPS kernel pixel_shuffle_mps is not a shared stub kernel and only CPU has a "
                      "kernel of its own (pixel_shuffle_cpu), CUDA runs the composite one "
                      "(CompositeExplicitAutogradNonFunctional: math_pixel_shuffle): no shared line to join",
     "_copy_from": "_copy_from's MPS kernel _copy_from_mps is not a shared stub kernel and it has no CPU or CUDA kernel "
-                  "(MPS-only): nothing shared to join",
+                  "(MPS-only): no shared line to join",
 }
 
 

@@ -385,15 +385,15 @@ def no_shared_line(entries: tuple[YamlEntry, ...]) -> str:
     ufunc = next((e for e in entries if e.key("ufunc_inner_loop") is not None), None)
     if ufunc is not None:
         return (f"its CPU and CUDA kernels are generated from {ufunc.name}'s ufunc_inner_loop (torchgen's ufunc "
-                "codegen), not a dispatch line MPS can join")
+                "codegen): no dispatch line to join")
     lines = [line for e in entries for line in e.dispatch if not is_mps_only(line)]
     devices = [(d, line.kernel) for line in lines for d in ("CPU", "CUDA") if d in line.keys]
     composite = [(k, line.kernel) for line in lines for k in line.keys if k.startswith("Composite")]
     if not devices and composite:
         return (f"CPU and CUDA run its composite kernel ({', '.join(f'{k}: {v}' for k, v in composite)}), which "
-                "MPS overrides: no dispatch stub between them to register")
+                "MPS overrides: no shared line to join")
     if not devices:
-        return "it has no CPU or CUDA kernel (MPS-only): nothing shared to join"
+        return "it has no CPU or CUDA kernel (MPS-only): no shared line to join"
     present = {d for d, _ in devices}
     if len(present) == 1:
         (only,) = present
