@@ -70,6 +70,9 @@ def test_new_op_frexp_is_refused_naming_what_is_missing(tmp_path):
     ("hypot(Tensor self, Tensor other) -> Tensor", ("out",)),
     ("_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]", ()),
     ("aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)", ("min", "max")),
+    # unnamed outputs by place (2.15's _prelu_kernel_backward)
+    ("_prelu_kernel_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)",
+     ("output 1", "output 2")),
 ])
 def test_tensor_outputs(schema, names):
     entry = YamlEntry(schema, schema.split("(")[0], Location("y", 1), 0, 0, (), (), None)

@@ -41,6 +41,14 @@ SCHEMA_KINDS = {"Scalar": "scalar", "bool": "bool", "float?": "optional", "float
 CONVERTED = {("scalar", "optional"), ("scalar", "double"), ("double", "scalar"), ("enum", "enum")}
 
 
+# What a `double` field (huber's delta, smooth_l1's beta) is held as in the struct: float, the opmath
+# type of every floating input, whatever T is. A half field would overflow at delta = 1e6 and round
+# 1e-6 to 1.01e-6, where the CPU kernels compute with the double at opmath precision; 2.15's
+# kernels/Activation.h holds softplus's values so ("kept at opmath (float) precision for every input
+# dtype"). Metal and the host compiler both read the struct, so the type is one both spell alike.
+OPMATH_DOUBLE = "float"
+
+
 KIND_WORDS = {"scalar": "Scalar", "bool": "bool", "optional": "optional<double>", "double": "double",
               "enum": "enum made from a string"}
 
@@ -116,6 +124,8 @@ class ParamField:
             return (f"int {self.name};",)
         if self.kind == "optional":
             return (f"T {self.name};", f"bool has_{self.name};")
+        if self.kind == "double":  # at opmath precision for every input type (`OPMATH_DOUBLE`)
+            return (f"{OPMATH_DOUBLE} {self.name};",)
         return (f"T {self.name};",)
 
     @property
@@ -124,7 +134,7 @@ class ParamField:
         if self.kind == "scalar":
             return (f"{self.name}.to<scalar_t>()",)
         if self.kind == "double":
-            return (f"static_cast<scalar_t>({self.name})",)
+            return (f"static_cast<{OPMATH_DOUBLE}>({self.name})",)
         if self.kind == "bool":
             return (self.name,)
         if self.kind == "enum":

@@ -155,7 +155,8 @@ def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: 
             served.append((f"at::{name}", where, by))
     if missing:
         return MpsgenError(f"{op}'s shared function{'s' if len(functions) > 1 else ''} "
-                           f"{', '.join(f.name for f in functions)} call what MPS does not serve yet: "
+                           f"{', '.join(f.name for f in functions)} call{'' if len(functions) > 1 else 's'} what MPS "
+                           "does not serve yet: "
                            + "; ".join(m for m, _ in missing),
                            location=functions[0].location, hint="; ".join(dict.fromkeys(h for _, h in missing)))
     return Composite(functions, tuple(served))
@@ -319,11 +320,13 @@ def tensor_outputs(entry: YamlEntry) -> tuple[str, ...]:
     if returned.startswith("(") and returned.endswith(")"):
         returned = returned[1:-1]
     names = []
-    for part in (p.strip() for p in returned.split(",")):
+    parts = [p.strip() for p in returned.split(",")]
+    for k, part in enumerate(parts, 1):
         m = _TENSOR_RETURN.match(part)
         if m is None:
             return ()
-        names.append(m.group(1) or "out")
+        # unnamed: `out` alone, else by place (_prelu_kernel_backward's `-> (Tensor, Tensor)`)
+        names.append(m.group(1) or ("out" if len(parts) == 1 else f"output {k}"))
     return tuple(names)
 
 
@@ -345,8 +348,8 @@ def two_outputs_refusal(views: Views, op: str, site: DispatchSite, stub: Stub, o
         f"({stub.name}: {stub.signature}); {have}, so a generated functor would fill {outputs[0]} only",
         location=site.line.location,
         hint=(f"write a kernel of its own that stores every output and a host function launching it for "
-              f"{stub.name} (2.15's frexp kernels are frexp_dense_<T> and frexp_strided_<T> for float, half and "
-              f"bfloat: the mantissa in T, the exponent as int)"),
+              f"{stub.name}" + (" (2.15's frexp kernels are frexp_dense_<T> and frexp_strided_<T> for float, half "
+                                "and bfloat: the mantissa in T, the exponent as int)" if op == "frexp" else "")),
     )
 
 
@@ -362,21 +365,109 @@ def reduction_notes(views: Views, facts: OpFacts) -> tuple[str, ...]:
         return (f"{facts.op} takes `reduction`; this checkout has no aten/src/ATen/native/*.cpp, so how its "
                 f"shared function reduces was not read (ATen's losses reduce through at::mean/at::sum, "
                 f"which then run as a second kernel)",)
-    reducing = [(name, where) for f in functions for name, where in f.ops
+    # at::mean_out(...) in the function, or a helper of its file calling `t.mean()` (apply_loss_reduction)
+    reducing = [(f"at::{name}", name, where) for f in functions for name, where in f.ops
                 if name.removesuffix("_out") in REDUCING_OPS]
+    reducing += [(f"Tensor::{name}()", name, where) for f in functions for name, where in f.methods
+                 if name in REDUCING_OPS]
+    reducing = list(dict.fromkeys(reducing))  # huber_loss and huber_loss_out share the file's helper
+    call = shared_call(views, facts.shared, facts.stub) if not reducing and facts.stub is not None else None
+    scaled = [a for a in call.args if "reduction" in a.reads] if call is not None else []
+    if scaled:  # a backward loss: the reduction is a scale the kernel applies (mse_backward_stub's norm)
+        return (f"{facts.op} takes `reduction`; {call.function} hands it to {facts.stub.name} as "
+                + ", ".join(f"{a.name or a.text} = `{a.value}`" for a in scaled)
+                + f" ({call.where}): the kernel scales by it and nothing reduces after it",)
     if not reducing:
         return (f"{facts.op} takes `reduction`; {functions[0].name} ({functions[0].location}) reduces "
-                f"through no at::mean/at::sum: its stub's kernel reduces (or the reduction is elementwise)",)
+                f"through no at::mean/at::sum (nor Tensor::mean()/sum()): its stub's kernel reduces (or the "
+                "reduction is elementwise)",)
     served = []
-    for name, where in reducing:
+    for shown, name, where in reducing:
         by = mps_kernel_of(views, name)
         if by is None:
-            raise Refusal(f"{functions[0].name} reduces {facts.op} through at::{name} ({where}), which has no MPS "
+            raise Refusal(f"{functions[0].name} reduces {facts.op} through {shown} ({where}), which has no MPS "
                           f"kernel in this checkout", location=where,
                           hint=f"give {name.removesuffix('_out')} an MPS kernel first")
-        served.append(f"at::{name} ({where}; MPS: {by})")
+        served.append(f"{shown} ({where}; MPS: {by})")
     return (f"{facts.op} reduces through {', '.join(served)}: with MPS on the shared line the reduction now runs "
             f"as two kernels ({facts.stub.name}'s elementwise pass, then the reduction; a fused pass is a later step)",)
+
+
+# A stub parameter that is a tensor (or its sizes and strides) rather than an iterator's operand or a scalar.
+_TENSOR_PARAM = re.compile(r"^(?:const\s+)?(?:at::)?(?:Tensor|TensorBase|IntArrayRef)\b")
+
+
+def out_of_family(stub: Stub) -> str | None:
+    """Why `stub` is no elementwise kernel (one value per element from the same position of each
+    operand, what every `exec_*_kernel` launcher and generated functor computes), or None: it takes
+    whole tensors instead of an iterator (sort, cumsum, max.dim, gather), or an iterator plus another
+    tensor or its geometry, which its kernel indexes into at positions the iterator's values give
+    (take_stub's `const TensorBase& input`, put_stub, masked_scatter_stub, index_stub's sizes and strides)."""
+    if stub.iterator_type is None and any(_TENSOR_PARAM.match(p) for p in stub.params):
+        return (f"{stub.name} ({stub.signature}) takes whole tensors, not a TensorIterator: its kernel walks them "
+                "itself (scans, sorts, reductions over a dim with indices), which no generated elementwise functor "
+                "does; a hand-written kernel is needed")
+    extra = [p for p in stub.params[1:] if _TENSOR_PARAM.match(p)]
+    if stub.iterator_type is not None and extra:
+        return (f"{stub.name} ({stub.signature}) takes {', '.join(extra)} besides the iterator: its kernel reads or "
+                "writes that tensor at positions computed from the iterator's values (an index kernel), which the "
+                "elementwise launchers (one value per element, from the same position of each operand) cannot "
+                "express; a hand-written kernel is needed")
+    return None
+
+
+def no_shared_line(entries: tuple[YamlEntry, ...]) -> str:
+    """Why the op's entries give MPS no `CPU, CUDA: ...` line to join, read from them: CPU and CUDA
+    kernels generated from a `ufunc_inner_loop` (add.out), a composite kernel MPS overrides
+    (permute), a kernel for one of the two devices only (record_stream), or no CPU/CUDA kernel at
+    all (an MPS-only op)."""
+    ufunc = next((e for e in entries if e.key("ufunc_inner_loop") is not None), None)
+    if ufunc is not None:
+        return (f"its CPU and CUDA kernels are generated from {ufunc.name}'s ufunc_inner_loop (torchgen's ufunc "
+                "codegen): no dispatch line to join")
+    lines = [line for e in entries for line in e.dispatch if not is_mps_only(line)]
+    devices = [(d, line.kernel) for line in lines for d in ("CPU", "CUDA") if d in line.keys]
+    composite = [(k, line.kernel) for line in lines for k in line.keys if k.startswith("Composite")]
+    if not devices and composite:
+        return (f"CPU and CUDA run its composite kernel ({', '.join(f'{k}: {v}' for k, v in composite)}), which "
+                "MPS overrides: no shared line to join")
+    if not devices:
+        return "it has no CPU or CUDA kernel (MPS-only): no shared line to join"
+    present = {d for d, _ in devices}
+    if len(present) == 1:
+        (only,) = present
+        other = "CUDA" if only == "CPU" else "CPU"
+        theirs = (f"{other} runs the composite one ({', '.join(f'{k}: {v}' for k, v in composite)})" if composite
+                  else f"{other} none")
+        return (f"only {only} has a kernel of its own ({', '.join(dict.fromkeys(k for _, k in devices))}), "
+                f"{theirs}: no shared line to join")
+    return "there is no `CPU, CUDA: ...` line to join"
+
+
+def composite_kernels(views: Views, op: str, entries: tuple[YamlEntry, ...]) -> MpsgenError | None:
+    """An op whose entries name no dispatch at all (CompositeImplicitAutograd: prelu) runs through
+    the ops its function calls; the refusal names those with a kernel line of their own (read from
+    its .cpp function's `at::` calls, else, in a checkout without the .cpp, the `_<op>_kernel` entry
+    ATen's convention gives such an op), each with how MPS serves it, and points at them."""
+    if any(e.dispatch for e in entries):
+        return None
+    called = [name for f in shared_functions(views, [op]) for name, _ in f.ops]
+    if not called and views.native_functions.op_entries(f"_{op}_kernel"):
+        called = [f"_{op}_kernel"]
+    kernels = []
+    for name in dict.fromkeys(called):
+        found = views.native_functions.op_entries(name)
+        if found and any(line for e in found for line in e.dispatch if {"CPU", "CUDA"} & set(line.keys)):
+            mps = next((line for e in found for line in e.dispatch if "MPS" in line.keys), None)
+            kernels.append((name, f"MPS: {mps.kernel}" if mps is not None else "no MPS kernel"))
+    if not kernels:
+        return None
+    return MpsgenError(
+        f"{op} is a composite op (its entry names no dispatch: CompositeImplicitAutograd): MPS runs what it calls, "
+        + ", ".join(f"{name} ({how})" for name, how in kernels) + "; migrate that instead",
+        location=entries[0].location,
+        hint=" / ".join(f"mpsgen migrate {name}" for name, _ in kernels),
+    )
 
 
 def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], legacy: tuple[DispatchSite, ...],
@@ -418,8 +509,7 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                          "register a Metal kernel for it",
                 )
             return MpsgenError(
-                f"{op}'s MPS kernel {site.line.kernel} is not a shared stub kernel and there is no "
-                "`CPU, CUDA: ...` line to join",
+                f"{op}'s MPS kernel {site.line.kernel} is not a shared stub kernel and {no_shared_line(entries)}",
                 location=site.line.location,
                 hint="this op needs a hand-written port, not a generated kernel",
             )
@@ -430,6 +520,9 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 location=first.location,
                 hint=f"mpsgen {mode} {alias[0]}",
             )
+        composite = composite_kernels(views, op, entries)
+        if composite is not None:
+            return composite
         return MpsgenError(
             f"{op} has no shared `CPU, CUDA: ...` dispatch line, so no dispatch stub to register for MPS",
             location=first.location,
@@ -467,6 +560,11 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 hint=f"did you mean: {', '.join(close)}?" if close else "name a stub declared with DECLARE_DISPATCH in aten/src/ATen/native/*.h",
             )
         return MpsgenError(stub_problem, location=shared[0].line.location, hint="pass --stub NAME")
+    outside = out_of_family(stub)
+    if outside is not None:
+        return MpsgenError(outside, location=stub.type_location or stub.location,
+                           hint=f"port {op} by hand: a Metal kernel of its own and a host function registered for "
+                                f"{stub.name}")
     outputs = tensor_outputs(shared[0].entry)
     if len(outputs) > 1:
         return two_outputs_refusal(views, op, shared[0], stub, outputs)

@@ -811,6 +811,7 @@ class SharedFunction:
     location: Location
     stubs: tuple[tuple[str, Location], ...]
     ops: tuple[tuple[str, Location], ...]
+    methods: tuple[tuple[str, Location], ...] = ()  # whole-tensor reductions called as methods: `t.mean()`
 
 
 def shared_functions(views: Views, names) -> tuple[SharedFunction, ...]:
@@ -836,7 +837,8 @@ def _shared_function(views: Views, name: str) -> SharedFunction | None:
         stubs = tuple(dict.fromkeys((u.name, Location(rel, u.line)) for u in uses
                                     if u.kind == "stub" and views.stub(u.name) is not None))
         ops = tuple(dict.fromkeys((u.name, Location(rel, u.line)) for u in uses if u.kind == "op"))
-        return SharedFunction(name, Location(rel, line), stubs, ops)
+        methods = tuple(dict.fromkeys((u.name, Location(rel, u.line)) for u in uses if u.kind == "method"))
+        return SharedFunction(name, Location(rel, line), stubs, ops, methods)
     return None
 
 

@@ -43,6 +43,9 @@ _STUB_CALL = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*)\s*\(\s*(?:[\w.>-]*?\bdevice
                         r"(?:DeviceType::|kCPU|kCUDA|kMPS|kXPU)\w*)")
 # an ATen op called through the at:: namespace: `at::mean_out(`, `at::clamp_min(`
 _OP_CALL = re.compile(r"\bat::(?:native::)?([a-z_]\w*)\s*\(")
+# a whole-tensor reduction called as a Tensor method (ATen's Loss.cpp helper apply_loss_reduction:
+# `unreduced.mean()`, `unreduced.sum()`)
+_REDUCING_METHOD = re.compile(r"\.\s*(mean|sum)\s*\(\s*\)")
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,8 @@ class CpuOutput:
 @dataclass(frozen=True)
 class Use:
     """What a function body calls that another kernel serves: a dispatch stub called for a device
-    (`kind` "stub") or an ATen op called as `at::name(` ("op"), at its line."""
+    (`kind` "stub"), an ATen op called as `at::name(` ("op") or a whole-tensor reduction called as a
+    Tensor method, `t.mean()` ("method"), at its line."""
 
     kind: str
     name: str
@@ -127,6 +131,8 @@ def read_cpu_file(text: str, path: str) -> CpuFile:
                          for m in _STUB_CALL.finditer(code, brace)]
                 found += [Use("op", m.group(1), index.line_of(d.code_start + m.start(1)))
                           for m in _OP_CALL.finditer(code, brace)]
+                found += [Use("method", m.group(1), index.line_of(d.code_start + m.start(1)))
+                          for m in _REDUCING_METHOD.finditer(code, brace)]
                 found.sort(key=lambda u: u.line)
                 uses.setdefault(d.name, []).extend(found)
                 calls.setdefault(d.name, set()).update(m.group(1) for m in _CALL.finditer(code[brace:]))

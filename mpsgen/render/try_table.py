@@ -42,4 +42,7 @@ def render_try(report) -> None:
         if r.mismatches > len(shown):
             console.print(f"  ... {r.mismatches - len(shown)} more {escape(where)} mismatches (--json lists the first {len(r.examples)})")
     failed = [r.dtype + (f" [{r.scalars}]" if r.scalars else "") for r in report.results if r.status == "failed"]
-    console.print(f"[bold]{len(report.results)} dtype(s):[/bold] " + (f"[red]mismatches in {', '.join(failed)}[/]" if failed else "[green]all match[/]"))
+    compared = any(r.status == "passed" for r in report.results)
+    console.print(f"[bold]{len(report.results)} dtype(s):[/bold] " + (f"[red]mismatches in {', '.join(failed)}[/]" if failed else
+                                                                       "[green]all match[/]" if compared else
+                                                                       "[yellow]nothing compared (every one skipped)[/]"))

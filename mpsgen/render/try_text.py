@@ -35,5 +35,7 @@ def try_lines(report) -> list[str]:
             args = ", ".join(repr(v) for v in m.inputs)
             lines.append(one_line(f"mismatch {where}: {report.op}({args}) = {m.got!r}, reference {m.want!r}"))
     failed = [r.dtype + (f" [{r.scalars}]" if r.scalars else "") for r in report.results if r.status == "failed"]
-    lines.append(f"{len(report.results)} dtype(s): " + (f"mismatches in {', '.join(failed)}" if failed else "all match"))
+    compared = any(r.status == "passed" for r in report.results)
+    lines.append(f"{len(report.results)} dtype(s): " + (f"mismatches in {', '.join(failed)}" if failed else
+                                                        "all match" if compared else "nothing compared (every one skipped)"))
     return lines

@@ -170,11 +170,15 @@ def prepare(checkout: Checkout, op: str, reference: str = "auto", need_reference
     if carried is None:
         raise MpsgenError(f"the host function takes {len(kernel_scalars.host_params)} parameters besides the iterator "
                           f"({', '.join(kernel_scalars.host_params)}), {label} {len(args)} scalars "
-                          f"({', '.join(a.name for a in args)})", location=where,
-                          hint="try maps them by name, else in order when the counts agree")
+                          f"({', '.join(a.name for a in args)})"
+                          + ("" if facts.call is not None else
+                             "; no call of the stub in aten/src/ATen/native/*.cpp says what the shared function passes"),
+                          location=where,
+                          hint="try maps them by name, else in order when the counts agree (a loss's reduction aside); "
+                          "with the shared function's .cpp in the checkout it evaluates the call")
     enums = enum_helpers(checkout, facts.call)
     strings = {name: tuple(enums[helper]) for name, helper in _string_args(facts.call).items() if helper in enums}
-    return Prepared(facts, source, operands, kernel_scalars, carried, scalar_sets(op, args, facts.call, strings),
+    return Prepared(facts, source, operands, kernel_scalars, carried, scalar_sets(op, args, facts.call, strings, carried),
                     overload, label, enums)
 
 

@@ -12,11 +12,23 @@ from mpsgen.facts.perdevice import per_device_sites
 from mpsgen.facts.reduction import reduction_of
 from mpsgen.facts.views import METAL_TO_TORCH, Views, read_op
 from mpsgen.model import Location
-from mpsgen.read.checkout import Checkout
+from mpsgen.read.checkout import NATIVE_DIR, Checkout
 from mpsgen.read.cpp import mask_code, match_brace, split_top_level
-from mpsgen.read.stubcall import StubCall, read_stub_call
+from mpsgen.read.stubcall import StubArg, StubCall, read_stub_call
 
 TORCH_TO_METAL = {torch: metal for metal, torch in METAL_TO_TORCH.items()}
+
+
+# What a shared function passes its stub, for a checkout without its .cpp (a wheel), where the call
+# cannot be read: facts of ATen's Loss.cpp (mse_loss_backward_out hands mse_backward_stub the norm of
+# the reduction). With the .cpp in the checkout, the call is read from it instead.
+KNOWN_CALLS = {
+    "mse_backward_stub": StubCall(
+        "mse_loss_backward_out", Location("aten/src/ATen/native/Loss.cpp", 0),
+        (StubArg("norm", "norm", "reduction == Reduction::Mean ? 2. / input.numel() : 2.", ("reduction", "input")),),
+        (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
+         ("int64_t", "reduction"), ("Tensor&", "grad_input"))),
+}
 
 
 @dataclass(frozen=True)
@@ -100,8 +112,19 @@ def functor_facts(checkout: Checkout, op: str, stub: str | None = None) -> Funct
     return FunctorFacts(op, name, rel, location, arity, alpha, types, kernel_arity,
                         tuple((t, alpha_types[t]) for t in types if t in alpha_types), facts.host.body,
                         _declared_params(checkout, facts.host), facts.host.location,
-                        read_stub_call(checkout, tuple(dict.fromkeys(s.line.kernel for s in sites)),
-                                       facts.stub.name) if facts.stub is not None else None)
+                        _stub_call(checkout, facts, sites))
+
+
+def _stub_call(checkout: Checkout, facts, sites) -> StubCall | None:
+    """What the shared function passes the stub: read from its .cpp, else (a checkout without it)
+    what ATen is known to pass (`KNOWN_CALLS`). `sites`: the dispatch lines naming the CPU function
+    (the shared ones, or a per-device op's CPU lines)."""
+    if facts.stub is None:
+        return None
+    call = read_stub_call(checkout, tuple(dict.fromkeys(s.line.kernel for s in sites)), facts.stub.name)
+    if call is None and not any(p.endswith(".cpp") for p in checkout.glob(NATIVE_DIR, "*.cpp")):
+        return KNOWN_CALLS.get(facts.stub.name)
+    return call
 
 
 def _declared_params(checkout: Checkout, host) -> tuple[str, ...]:

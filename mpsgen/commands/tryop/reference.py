@@ -69,7 +69,11 @@ def torch_reference(op: str, arity: int) -> tuple[Reference | None, str]:
                                     f"{arity} tensors")
     if overload is None:
         return None, label
-    return Reference(label, lambda inputs, _out, f=overload: _run_torch(f, inputs)), ""
+    # a loss (mse_loss): its stub takes no reduction, the shared function reduces after the kernel;
+    # the elementwise values it reduces are the op's with reduction=None (at::Reduction::None, 0)
+    held = {a.name: 0 for a in overload._schema.arguments
+            if a.name == "reduction" and schema_type(a) == "int" and not a.is_out}
+    return Reference(label, lambda inputs, _out, f=overload: _run_torch(f, inputs, held or None)), ""
 
 
 def _cpu_overload(op: str, names_in_order: tuple[str, ...], takes, what: str):

@@ -39,8 +39,11 @@ REDUCTION = {"Reduction::None": 0, "Reduction::Mean": 1, "Reduction::Sum": 2, "a
 # Iterator operands (indices into the op's tensor arguments) where the op's TensorIterator does not
 # take its tensors one for one (facts of ATen's meta functions, Activation.cpp): threshold adds
 # `self` twice (input and other); threshold_backward and leaky_relu_backward build it from
-# (self / self_or_result, grad_output), the reverse of their schema's order.
-ITERATOR_OPERANDS = {"threshold": (0, 0), "threshold_backward": (1, 0), "leaky_relu_backward": (1, 0)}
+# (self / self_or_result, grad_output), the reverse of their schema's order; the losses' backward
+# functions (Loss.cpp) build theirs from (input, target, grad_output), grad_output last.
+ITERATOR_OPERANDS = {"threshold": (0, 0), "threshold_backward": (1, 0), "leaky_relu_backward": (1, 0),
+                     "mse_loss_backward": (1, 2, 0), "huber_loss_backward": (1, 2, 0),
+                     "smooth_l1_loss_backward": (1, 2, 0)}
 
 # Sample values per argument kind, each tried with the other arguments at their base value.
 _SCALAR_VARIANTS = (2.0, -1.0, 0.0)
@@ -126,14 +129,19 @@ def call_reads(call, args) -> set[str] | None:
     return {renamed.get(n, n) for a in call.args for n in a.reads}
 
 
-def scalar_sets(op: str, args: tuple[ScalarArg, ...], call=None, strings: dict | None = None) -> tuple[ScalarSet, ...]:
+def scalar_sets(op: str, args: tuple[ScalarArg, ...], call=None, strings: dict | None = None,
+                carried: tuple[ScalarArg, ...] | None = None) -> tuple[ScalarSet, ...]:
     """The defaults (representative values for arguments without one), then each argument alone
     through its variants (a negative, zero; None and a small and a large eps for an optional
     float; each reduction; each string an enum helper takes, `strings`). An optional argument is
     left None only where the stub's value for None is known (the call read, else `NONE_AS`). An
     argument the stub never receives (a forward loss's `reduction`, which the shared function
-    applies after the kernel) is held at the value leaving the result elementwise."""
+    applies after the kernel) is held at the value leaving the result elementwise: with no call read
+    (a checkout without the .cpp), the arguments the host parameters carry (`carried`, from
+    `host_arguments`) are those reaching it."""
     reaching = call_reads(call, args)
+    if reaching is None and carried is not None:
+        reaching = {a.name for a in carried}
     base = []
     spare = iter(_REPRESENTATIVE)
     for arg in args:
@@ -316,7 +324,14 @@ def host_arguments(args: tuple[ScalarArg, ...], host_names: tuple[str, ...], cal
     by_name = {a.name: a for a in args}
     if all(n in by_name for n in host_names):
         return tuple(by_name[n] for n in host_names)
-    return tuple(args) if len(args) == len(host_names) else None
+    # in order, a loss's `int reduction` aside: the shared function's own (it reduces after the
+    # kernel, or computes another value from it: mse_loss_backward's norm), never a host parameter
+    ordered = tuple(a for a in args if not _is_reduction(a))
+    return ordered if len(ordered) == len(host_names) else None
+
+
+def _is_reduction(arg: ScalarArg) -> bool:
+    return arg.name == "reduction" and arg.type == "int"
 
 
 def stub_values(op: str, args: tuple[ScalarArg, ...], chosen: ScalarSet, host_names: tuple[str, ...],
@@ -330,6 +345,8 @@ def stub_values(op: str, args: tuple[ScalarArg, ...], chosen: ScalarSet, host_na
         renamed = schema_names(call, tuple((a.type, a.name) for a in args))
         back = {schema: cpp for cpp, schema in renamed.items()}
         env = {back.get(name, name): v for name, v in values.items()}
+        # the function's tensors (`input.numel()`: the element count `numel` stands for)
+        env.update({n: None for type_, n in call.parameters if "Tensor" in type_ and n not in env})
         helpers = {helper: (lambda s, table=table: table[s]) for helper, table in (enums or {}).items()}
         out = {}
         for name, arg in zip(host_names, call.args):
