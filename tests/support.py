@@ -169,3 +169,37 @@ def assert_golden(actual: str, name: str) -> None:
 
 def changed_files(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:
     return {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+
+
+def diff_paths(diff: str) -> set[str]:
+    """The files a unified diff (mpsgen's --dry-run output) changes."""
+    return {line.split(" b/")[1] for line in diff.splitlines() if line.startswith("diff --git ")}
+
+
+def dry_run_matches_golden(tmp_path: Path, args: list[str], golden: str):
+    """`mpsgen ARGS --dry-run` on a copy of the miniature: exit 0, stdout is the golden diff, the copy
+    byte-identical afterwards. Returns the result for the caller's further checks."""
+    root = copy_checkout(tmp_path)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), *args, "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    assert_golden(result.stdout, golden)
+    assert snapshot(root) == before
+    return result
+
+
+def applies_its_diff_then_changes_nothing(tmp_path: Path, args: list[str]) -> Path:
+    """`mpsgen ARGS` on a copy of the miniature changes exactly the files its --dry-run diff names, and a
+    second run plans nothing and writes nothing. Returns the copy."""
+    root = copy_checkout(tmp_path)
+    diff = run_cli(["-C", str(root), *args, "--dry-run"]).stdout
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), *args])
+    assert result.exit_code == 0, result.stderr
+    after = snapshot(root)
+    assert changed_files(before, after) == diff_paths(diff)
+    again = run_cli(["-C", str(root), *args, "--dry-run"])
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout == ""
+    assert snapshot(root) == after
+    return root

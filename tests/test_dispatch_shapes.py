@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import assert_golden, changed_files, copy_checkout, run_cli, snapshot
+from support import applies_its_diff_then_changes_nothing, copy_checkout, dry_run_matches_golden, run_cli, snapshot
 
 CASES = {
     # the stub the shared function calls (Loss.cpp: mse_loss_out -> mse_stub), reducing through at::mean/at::sum
@@ -24,29 +24,12 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_dry_run_matches_golden(tmp_path, case):
-    root = copy_checkout(tmp_path)
-    before = snapshot(root)
-    result = run_cli(["-C", str(root), "migrate", *CASES[case], "--dry-run"])
-    assert result.exit_code == 0, result.stderr
-    assert_golden(result.stdout, f"migrate/{case}.diff")
-    assert snapshot(root) == before
+    dry_run_matches_golden(tmp_path, ["migrate", *CASES[case]], f"migrate/{case}.diff")
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_applies_the_diff_and_second_run_changes_nothing(tmp_path, case):
-    root = copy_checkout(tmp_path)
-    diff = run_cli(["-C", str(root), "migrate", *CASES[case], "--dry-run"]).stdout
-    before = snapshot(root)
-    result = run_cli(["-C", str(root), "migrate", *CASES[case]])
-    assert result.exit_code == 0, result.stderr
-    after = snapshot(root)
-    assert changed_files(before, after) == {
-        line.split(" b/")[1] for line in diff.splitlines() if line.startswith("diff --git ")
-    }
-    again = run_cli(["-C", str(root), "migrate", *CASES[case], "--dry-run"])
-    assert again.exit_code == 0, again.stderr
-    assert again.stdout == ""
-    assert snapshot(root) == after
+    applies_its_diff_then_changes_nothing(tmp_path, ["migrate", *CASES[case]])
 
 
 def test_summary_says_how_the_stub_and_the_reduction_were_read(tmp_path):

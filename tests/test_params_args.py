@@ -13,7 +13,7 @@ import pytest
 from mpsgen.facts.params import checkout_enums
 from mpsgen.read.checkout import Checkout
 from mpsgen.read.stubcall import evaluate, read_stub_call
-from support import assert_golden, changed_files, copy_checkout, run_cli, snapshot
+from support import changed_files, copy_checkout, diff_paths, dry_run_matches_golden, run_cli, snapshot
 
 LIB = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
 HUBER_EXPR = "abs(a - b) < delta ? 0.5f * (a - b) * (a - b) : delta * (abs(a - b) - 0.5f * delta)"
@@ -30,12 +30,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_dry_run_diff_matches_golden_and_writes_nothing(tmp_path, case):
-    root = copy_checkout(tmp_path)
-    before = snapshot(root)
-    result = run_cli(["-C", str(root), "migrate", *CASES[case], "--dry-run"])
-    assert result.exit_code == 0, result.stderr
-    assert_golden(result.stdout, f"params/{case}.diff")
-    assert snapshot(root) == before
+    dry_run_matches_golden(tmp_path, ["migrate", *CASES[case]], f"params/{case}.diff")
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -45,8 +40,7 @@ def test_apply_equals_the_diff_and_a_second_run_changes_nothing(tmp_path, case):
     before = snapshot(root)
     assert run_cli(["-C", str(root), "migrate", *CASES[case]]).exit_code == 0
     after = snapshot(root)
-    assert changed_files(before, after) == {
-        line.split(" b/")[1] for line in diff.splitlines() if line.startswith("diff --git ")}
+    assert changed_files(before, after) == diff_paths(diff)
     other = copy_checkout(tmp_path / "other")
     subprocess.run(["git", "apply", "--unsafe-paths", f"--directory={other.name}", "-"], input=diff.encode(),
                    cwd=other.parent, check=True)

@@ -17,7 +17,7 @@ import pytest
 from conftest import FIXTURE_CHECKOUT, assemble_real_checkout
 from mpsgen.commands.tryop.reference import torch_unavailable
 from mpsgen.read.metalhost.compiler import find_compiler
-from support import assert_golden, changed_files, copy_checkout, needs, run_cli, snapshot
+from support import changed_files, copy_checkout, diff_paths, dry_run_matches_golden, needs, run_cli, snapshot
 
 GELU_EXPR = ("approximate == 1 ? 0.5f * x * (1.0f + metal::precise::tanh(0.7978845608f * (x + 0.044715f * x * x * x)))"
              " : 0.5f * x * (1.0f + c10::metal::erf(x * 0.7071067811865476f))")
@@ -45,13 +45,8 @@ needs_torch = needs(torch_unavailable())
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_dry_run_matches_golden(tmp_path, case):
-    root = copy_checkout(tmp_path)
-    before = snapshot(root)
-    result = run_cli(["-C", str(root), "migrate", *CASES[case], "--dry-run"])
-    assert result.exit_code == 0, result.stderr
-    assert_golden(result.stdout, f"migrate/{case}.diff")
+    result = dry_run_matches_golden(tmp_path, ["migrate", *CASES[case]], f"migrate/{case}.diff")
     assert YAML not in result.stdout  # the MPS lines stay
-    assert snapshot(root) == before
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -64,8 +59,7 @@ def test_applies_verifies_and_a_second_run_changes_nothing(tmp_path, case):
     result = run_cli(["-C", str(root), "migrate", *CASES[case]])
     assert result.exit_code == 0, result.stderr
     after = snapshot(root)
-    assert changed_files(before, after) == {
-        line.split(" b/")[1] for line in diff.splitlines() if line.startswith("diff --git ")}
+    assert changed_files(before, after) == diff_paths(diff)
     verify = run_cli(["-C", str(root), "verify", op, "--static-only"])
     assert verify.exit_code == 0, verify.stdout
     again = run_cli(["-C", str(root), "migrate", op])
