@@ -194,3 +194,19 @@ def test_body_is_refused_where_the_sources_do_not_apply(tmp_path):
     result = run_cli(["-C", str(root), "migrate", "softplus", "--body", "cpu", "--dry-run"])
     assert result.exit_code == 2
     assert "--body cpu: softplus is a params kernel (several scalars)" in result.stderr
+
+
+@needs_try
+def test_std_hypot_row_serves_the_c10_function_on_magnitudes_and_passes_try(tmp_path):
+    # upstream's hypot lambda is `return std::hypot(a, b);`; the checkout's c10::metal::hypot (as 2.13's)
+    # takes max/min of its arguments as given, so the row calls it on |a|, |b| with inf and NaN settled
+    root = copy_checkout(tmp_path)
+    cpu = root / "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp"
+    text = cpu.read_text()
+    assert "return calc_hypot(a, b);" in text
+    cpu.write_text(text.replace("return calc_hypot(a, b);", "return std::hypot(a, b);"))
+    plan = _plan(root, "new-op", "hypot", body="cpu")
+    notes = [n.message for n in plan.notes]
+    assert any(re.fullmatch(r"hypot: checked: \d+ values match torch's CPU op", n) for n in notes), notes
+    kernel = next(e.after for e in plan.edits if e.path.endswith(".metal"))
+    assert ": hypot(abs(a), abs(b))));" in kernel  # the miniature's kernel file spells both namespaces bare

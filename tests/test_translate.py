@@ -23,7 +23,8 @@ FUNCTIONS = {
                                                "isinf", "isfinite", "signbit")},
     **{f"std::{n}": f"metal::{n}(a, b)" for n in ("fmod", "copysign", "nextafter", "fmax", "fmin")},
     **{f"std::{n}": f"c10::metal::{n}(a)" for n in ("log1p", "expm1", "erf", "erfc", "erfinv", "lgamma", "tgamma")},
-    "std::hypot": "c10::metal::hypot(a, b)",
+    "std::hypot": "((metal::isinf(a) || metal::isinf(b)) ? INFINITY : (metal::isnan(a) || metal::isnan(b)) ? NAN : "
+                  "c10::metal::hypot(metal::abs(a), metal::abs(b)))",
     "std::max": "((a) < (b) ? (b) : (a))",
     "std::min": "((b) < (a) ? (b) : (a))",
     "at::_isnan": "metal::isnan(a)",

@@ -34,12 +34,16 @@ PRECISE = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "cos", "c
            "log10", "pow", "sin", "sinh", "sqrt", "tan", "tanh")
 EXACT = ("abs", "fabs", "ceil", "floor", "trunc", "round", "rint", "fmod", "copysign", "nextafter", "isnan", "isinf",
          "isfinite", "signbit", "fmax", "fmin")
-C10_FUNCTIONS = ("log1p", "expm1", "erf", "erfc", "erfinv", "hypot", "lgamma", "tgamma")
+C10_FUNCTIONS = ("log1p", "expm1", "erf", "erfc", "erfinv", "lgamma", "tgamma")
 
 FUNCTIONS: dict[str, str] = {
     **{f"std::{name}": f"{{m}}precise::{name}" for name in PRECISE},
     **{f"std::{name}": f"{{m}}{name}" for name in EXACT},
     **{f"std::{name}": f"{{c}}{name}" for name in C10_FUNCTIONS},
+    # c10::metal::hypot takes max/min of its arguments as given, with no inf/NaN case (2.13's: hypot(0, -1)
+    # is NaN): called on |a|, |b| once inf (which wins over NaN, as in libm) and NaN are settled
+    "std::hypot": "(({m}isinf({0}) || {m}isinf({1})) ? INFINITY : ({m}isnan({0}) || {m}isnan({1})) ? NAN : "
+                  "{c}hypot({m}abs({0}), {m}abs({1})))",
     "std::max": "(({0}) < ({1}) ? ({1}) : ({0}))",
     "std::min": "(({1}) < ({0}) ? ({1}) : ({0}))",
     "at::_isnan": "{m}isnan",
@@ -109,8 +113,7 @@ class _Spelling:
         return f"{name}{HELPER_SUFFIX}" if name in self.c10_functions else name
 
     def spell(self, pattern: str, *args: str, t: str = "") -> str:
-        if pattern.startswith("{c}"):
-            name = re.match(r"\{c\}(\w+)", pattern).group(1)
+        for name in re.findall(r"\{c\}(\w+)", pattern):
             if name not in self.c10_functions:
                 raise Untranslatable(f"needs c10::metal::{name}, which this checkout's c10/metal headers do not define")
         return pattern.format(*args, m=self.metal, c=self.c10, t=t)
