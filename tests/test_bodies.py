@@ -210,3 +210,20 @@ def test_std_hypot_row_serves_the_c10_function_on_magnitudes_and_passes_try(tmp_
     assert any(re.fullmatch(r"hypot: checked: \d+ values match torch's CPU op", n) for n in notes), notes
     kernel = next(e.after for e in plan.edits if e.path.endswith(".metal"))
     assert ": hypot(abs(a), abs(b))));" in kernel  # the miniature's kernel file spells both namespaces bare
+
+
+def test_a_try_that_compares_no_value_is_not_checked(tmp_path, monkeypatch):
+    # 2.15's mse_loss: try has no reference for the loss's elementwise kernel, every dtype is skipped;
+    # "checked: 0 values match" would call a body checked that nothing compared
+    from types import SimpleNamespace
+
+    from mpsgen.commands import bodycheck
+
+    skipped = [SimpleNamespace(metal_type=t, status="skipped", cases=0) for t in ("float", "half", "bfloat")]
+    monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
+    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: SimpleNamespace(results=skipped))
+    plan = _plan(copy_checkout(tmp_path), "new-op", "copysign", body="cpu")
+    notes = [n.message for n in plan.notes]
+    assert "copysign: body from copysign's CPU kernel not checked: try compared no value (float, half, bfloat " \
+           "skipped: no reference)" in notes, notes
+    assert not any(": checked: " in n for n in notes)
