@@ -298,3 +298,48 @@ def _scalar_lambda(source: Source, function: str, node: Syntax, dispatch: Dispat
     captures = node.child("captures")
     return ScalarLambda(function, node, tuple(params), returns, source.text_of(captures) if captures is not None else "",
                         node.child("body"), dispatch, condition, source.line_of(node))
+
+
+# where a value is read only for its truth: the operands of `&&`, `||`, `!`, a `bool(...)` /
+# `static_cast<bool>(...)` conversion, the condition of `?:` or `if`
+_TRUTH_OPERATORS = ("&&", "||")
+_TRUTH_CASTS = ("bool", "static_cast<bool>")
+
+
+def truth_operands(source: Source, lam: ScalarLambda) -> bool:
+    """Whether the lambda reads each of its parameters only as a truth value (`a && b`,
+    `bool(a) != bool(b)`, `!a`): then any type with a truth value (c10::complex: either part
+    nonzero) gives the same result through it."""
+    names = {name for _, name in lam.params}
+    if not names:
+        return False
+
+    def visit(node: Syntax, truth: bool) -> bool:
+        if node.kind == "identifier" and source.text_of(node) in names:
+            return truth
+        for child in node.children:
+            if node.kind == "parenthesized_expression":
+                inner = truth
+            elif node.kind == "binary_expression":
+                op = node.child("operator")
+                inner = op is not None and source.text_of(op) in _TRUTH_OPERATORS and child.field in ("left", "right")
+            elif node.kind == "unary_expression":
+                op = node.child("operator")
+                inner = op is not None and source.text_of(op) == "!" and child.field == "argument"
+            elif node.kind == "conditional_expression" or node.kind == "if_statement":
+                inner = child.field == "condition"
+            elif node.kind == "condition_clause":
+                inner = truth
+            elif node.kind == "call_expression":
+                function = node.child("function")
+                inner = (function is not None and child.field == "arguments"
+                         and re.sub(r"\s+", "", source.text_of(function)) in _TRUTH_CASTS)
+            elif node.kind == "argument_list":
+                inner = truth
+            else:
+                inner = False
+            if not visit(child, inner):
+                return False
+        return True
+
+    return visit(lam.body, False)
