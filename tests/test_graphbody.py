@@ -4,15 +4,18 @@ name what they cannot translate, and derived bodies checked by `try` against tor
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from mpsgen.commands.migrate import plan_migrate
 from mpsgen.commands.tryop.api import TryOptions, try_op
 from mpsgen.edit.workspace import Workspace
 from mpsgen.facts import graphbody
 from mpsgen.facts.bodyoffer import BodyOffer, NoBody
 from mpsgen.facts.graphbody import TRANSLATIONS, graph_body, translate
+from mpsgen.facts.resolve import Options
 from mpsgen.facts.views import Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.checkout import Checkout
@@ -44,7 +47,7 @@ ROWS = {
     "isNaNWithTensor:name:": "isnan(x)",
     "isInfiniteWithTensor:name:": "isinf(x)",
     "isFiniteWithTensor:name:": "isfinite(x)",
-    "signbitWithTensor:name:": "signbit(x)",
+    "signbitWithTensor:name:": "signbit(static_cast<float>(x))",
     "notWithTensor:name:": "(!x)",
     "logicalANDWithPrimaryTensor:secondaryTensor:name:": "(a && b)",
     "logicalORWithPrimaryTensor:secondaryTensor:name:": "(a || b)",
@@ -276,3 +279,14 @@ def test_try_tells_where_the_graphs_order_of_operations_differs_from_cpu(tmp_pat
     report = try_op(Checkout.find(root), "hardswish", TryOptions(reference="torch", samples=8))
     status = {r.metal_type: r.status for r in report.results}
     assert status == {"float": "failed", "half": "passed", "bfloat": "failed"}
+
+
+@needs_compiler
+def test_an_integer_safe_graph_serves_integers_and_passes_try(tmp_path):
+    # signbit's graph is one signbit node, its result cast to bool: the row means the same for integer
+    # operands (an integer's float keeps its sign), so the body serves the integers the tests expect
+    plan = plan_migrate(Checkout(copy_checkout(tmp_path)), ("signbit",), Options(body="graph"))
+    notes = [n.message for n in plan.notes]
+    assert any(re.fullmatch(r"signbit: checked: \d+ values match torch's CPU op", n) for n in notes), notes
+    kernel = next(e.after for e in plan.edits if e.path.endswith("UnaryKernel.metal"))
+    assert "REGISTER_UNARY_OP(signbit, long, bool);" in kernel and "REGISTER_UNARY_OP(signbit, bool, bool);" in kernel

@@ -24,43 +24,48 @@ SOURCE = "graph"
 class Rule:
     pattern: str  # Metal, `{i}` the i-th tensor argument
     boolean: bool = False  # the result is a predicate (a comparison, a logical op, isnan ...)
+    # the pattern means the same for integer (and bool) operands as MPSGraph's node does for an
+    # integer tensor: a graph of such rows alone serves integers (signbit of an integer: x < 0)
+    integer: bool = False
 
 
 _B = True
+_I = True
 # MPSGraph selector -> Metal. Arithmetic and math compute in the functor's value type (float for
 # floating inputs); a predicate's result is bool.
 TRANSLATIONS: dict[str, Rule] = {
     # arithmetic
-    "additionWithPrimaryTensor:secondaryTensor:name:": Rule("({0} + {1})"),
-    "subtractionWithPrimaryTensor:secondaryTensor:name:": Rule("({0} - {1})"),
-    "multiplicationWithPrimaryTensor:secondaryTensor:name:": Rule("({0} * {1})"),
+    "additionWithPrimaryTensor:secondaryTensor:name:": Rule("({0} + {1})", integer=_I),
+    "subtractionWithPrimaryTensor:secondaryTensor:name:": Rule("({0} - {1})", integer=_I),
+    "multiplicationWithPrimaryTensor:secondaryTensor:name:": Rule("({0} * {1})", integer=_I),
     "divisionWithPrimaryTensor:secondaryTensor:name:": Rule("({0} / {1})"),
-    "negativeWithTensor:name:": Rule("(-{0})"),
+    "negativeWithTensor:name:": Rule("(-{0})", integer=_I),
     "squareWithTensor:name:": Rule("({0} * {0})"),
     "reciprocalWithTensor:name:": Rule("(1.0f / {0})"),
     "powerWithPrimaryTensor:secondaryTensor:name:": Rule("pow({0}, {1})"),
     "maximumWithPrimaryTensor:secondaryTensor:name:": Rule("c10::metal::max({0}, {1})"),
     "minimumWithPrimaryTensor:secondaryTensor:name:": Rule("c10::metal::min({0}, {1})"),
     # comparisons
-    "equalWithPrimaryTensor:secondaryTensor:name:": Rule("({0} == {1})", _B),
-    "notEqualWithPrimaryTensor:secondaryTensor:name:": Rule("({0} != {1})", _B),
-    "lessThanWithPrimaryTensor:secondaryTensor:name:": Rule("({0} < {1})", _B),
-    "lessThanOrEqualToWithPrimaryTensor:secondaryTensor:name:": Rule("({0} <= {1})", _B),
-    "greaterThanWithPrimaryTensor:secondaryTensor:name:": Rule("({0} > {1})", _B),
-    "greaterThanOrEqualToWithPrimaryTensor:secondaryTensor:name:": Rule("({0} >= {1})", _B),
+    "equalWithPrimaryTensor:secondaryTensor:name:": Rule("({0} == {1})", _B, _I),
+    "notEqualWithPrimaryTensor:secondaryTensor:name:": Rule("({0} != {1})", _B, _I),
+    "lessThanWithPrimaryTensor:secondaryTensor:name:": Rule("({0} < {1})", _B, _I),
+    "lessThanOrEqualToWithPrimaryTensor:secondaryTensor:name:": Rule("({0} <= {1})", _B, _I),
+    "greaterThanWithPrimaryTensor:secondaryTensor:name:": Rule("({0} > {1})", _B, _I),
+    "greaterThanOrEqualToWithPrimaryTensor:secondaryTensor:name:": Rule("({0} >= {1})", _B, _I),
     "isNaNWithTensor:name:": Rule("isnan({0})", _B),
     "isInfiniteWithTensor:name:": Rule("isinf({0})", _B),
     "isFiniteWithTensor:name:": Rule("isfinite({0})", _B),
-    "signbitWithTensor:name:": Rule("signbit({0})", _B),
+    # the float of an integer keeps its sign (an integer has no -0): one pattern for both
+    "signbitWithTensor:name:": Rule("signbit(static_cast<float>({0}))", _B, _I),
     # logical
-    "notWithTensor:name:": Rule("(!{0})", _B),
-    "logicalANDWithPrimaryTensor:secondaryTensor:name:": Rule("({0} && {1})", _B),
-    "logicalORWithPrimaryTensor:secondaryTensor:name:": Rule("({0} || {1})", _B),
+    "notWithTensor:name:": Rule("(!{0})", _B, _I),
+    "logicalANDWithPrimaryTensor:secondaryTensor:name:": Rule("({0} && {1})", _B, _I),
+    "logicalORWithPrimaryTensor:secondaryTensor:name:": Rule("({0} || {1})", _B, _I),
     "logicalXORWithPrimaryTensor:secondaryTensor:name:": Rule("({0} != {1})", _B),
-    "logicalNANDWithPrimaryTensor:secondaryTensor:name:": Rule("(!({0} && {1}))", _B),
-    "logicalNORWithPrimaryTensor:secondaryTensor:name:": Rule("(!({0} || {1}))", _B),
+    "logicalNANDWithPrimaryTensor:secondaryTensor:name:": Rule("(!({0} && {1}))", _B, _I),
+    "logicalNORWithPrimaryTensor:secondaryTensor:name:": Rule("(!({0} || {1}))", _B, _I),
     # select, clamp
-    "selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor:name:": Rule("({0} ? {1} : {2})"),
+    "selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor:name:": Rule("({0} ? {1} : {2})", integer=_I),
     "clampWithTensor:minValueTensor:maxValueTensor:name:": Rule("min(max({0}, {1}), {2})"),
     "reLUWithTensor:name:": Rule("max({0}, 0.0f)"),
     # unary math
@@ -218,8 +223,14 @@ def _offer(facts: OpFacts, graph: Graph) -> BodyOffer | NoBody:
         where = f" at {exc.location}" if exc.location else ""
         return NoBody(SOURCE, f"{graph.function}'s graph uses {exc.what}{where}: no Metal translation for it",
                       exc.location or graph.location)
-    # bool inputs: a graph that casts its inputs to bool reads any dtype as a truth value
-    supports = ("float", "integer", "bool") if "bool" in out.casts and not _casts_only_output(graph) else ("float",)
+    # bool inputs: a graph that casts its inputs to bool reads any dtype as a truth value; a graph of
+    # integer-safe rows alone (its result cast to bool at most) means the same for integer operands
+    if "bool" in out.casts and not _casts_only_output(graph):
+        supports = ("float", "integer", "bool")
+    elif _integer_safe(graph.output):
+        supports = ("float", "integer", "bool") if out.boolean else ("float", "integer")
+    else:
+        supports = ("float",)
     notes = "; ".join(graph.notes)
     describe = f"{facts.op}'s MPSGraph graph ({graph.function})" + (f"; {notes}" if notes else "")
     return BodyOffer(SOURCE, out.expr, graph.location, describe, output="bool" if out.boolean else "",
@@ -230,6 +241,18 @@ def _casts_only_output(graph: Graph) -> bool:
     """The graph's only bool cast is of its result (signbit: `castMPSTensor(graph, signbit(x), Bool)`)."""
     return graph.output is not None and graph.output.kind == "cast" and not any(
         n.kind == "cast" for n in _nodes(graph.output.args[0]))
+
+
+def _integer_safe(output: GraphNode) -> bool:
+    """Every node is an input or a row marked `integer` (a bool cast of the result aside): no
+    literal (`1.0f`), no cast, no float-only math."""
+    root = output.args[0] if output.kind == "cast" and CASTS.get(output.name) == "bool" and output.args else output
+    for node in _nodes(root):
+        if node.kind == "input":
+            continue
+        if node.kind != "send" or not TRANSLATIONS.get(node.name, Rule("")).integer:
+            return False
+    return True
 
 
 def _nodes(node: GraphNode):
