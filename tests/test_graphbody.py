@@ -23,6 +23,7 @@ from mpsgen.read.cpp import find_definitions
 from mpsgen.read.graphread import GraphNode, read_graph
 from mpsgen.read.metalhost.compiler import find_compiler
 from support import FIXTURE_CHECKOUT, copy_checkout, run_cli
+from test_bodies import needs_try
 
 DATA = Path(__file__).parent / "data" / "graph"
 
@@ -281,7 +282,7 @@ def test_try_tells_where_the_graphs_order_of_operations_differs_from_cpu(tmp_pat
     assert status == {"float": "failed", "half": "passed", "bfloat": "failed"}
 
 
-@needs_compiler
+@needs_try
 def test_an_integer_safe_graph_serves_integers_and_passes_try(tmp_path):
     # signbit's graph is one signbit node, its result cast to bool: the row means the same for integer
     # operands (an integer's float keeps its sign), so the body serves the integers the tests expect
