@@ -223,12 +223,13 @@ def test_markdown_names_the_command_in_code(tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("### ATen ops called by ")
     assert lines[2] == "| op | overload | backing | calls | shapes | graphs | dtypes | tier | reason |"
-    assert ("| logit_backward | logit_backward.default | mpsgraph | 1 | 1 | 1 | float32 | expr | supported stub signature, "
-            "no catalog body; c10: logit_backward's stub passes a scalar, which no c10::metal function takes; cpu: no "
-            "aten/src/ATen/native/cpu/*.cpp registers logit_backward_stub; graph: logit_backward_out_mps: the graph "
-            "depends on `(eps_ >= 0.0)` at run time: pass --expr |") in lines
-    assert lines[-1] == ("mpsgen can migrate 1 of the 3 MPSGraph ops now (1 of 3 cached graphs): `mpsgen migrate mish`; "
-                         "2 more with --expr (logit, logit_backward)")
+    assert ("| logit_backward | logit_backward.default | mpsgraph | 1 | 1 | 1 | float32 | ready | supported stub "
+            "signature, body from logit_backward's MPSGraph graph (logit_backward_out_mps); eps_ is read as eps (eps_ = "
+            "eps.value_or(-1.0) at aten/src/ATen/native/mps/operations/Activation.mm:105); `(eps_ >= 0.0)` at "
+            "aten/src/ATen/native/mps/operations/Activation.mm:121 is read per element on the op's scalars (both "
+            "branches kept) (aten/src/ATen/native/mps/operations/Activation.mm:99) |") in lines
+    assert lines[-1] == ("mpsgen can migrate 3 of the 3 MPSGraph ops now (3 of 3 cached graphs): "
+                         "`mpsgen migrate logit logit_backward mish`")
 
 
 @pytest.mark.heavy

@@ -16,6 +16,7 @@ from mpsgen.facts.bodyoffer import BodyOffer, NoBody
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.graphread import Graph, GraphNode, read_graph
+from mpsgen.read.stubcall import NotEvaluable, evaluate, read_stub_call
 
 SOURCE = "graph"
 
@@ -66,7 +67,8 @@ TRANSLATIONS: dict[str, Rule] = {
     "logicalNORWithPrimaryTensor:secondaryTensor:name:": Rule("(!({0} || {1}))", _B, _I),
     # select, clamp
     "selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor:name:": Rule("({0} ? {1} : {2})", integer=_I),
-    "clampWithTensor:minValueTensor:maxValueTensor:name:": Rule("min(max({0}, {1}), {2})"),
+    # NaN stays NaN, as CPU's clamp keeps it (Metal's min/max would return the bound)
+    "clampWithTensor:minValueTensor:maxValueTensor:name:": Rule("({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))"),
     "reLUWithTensor:name:": Rule("max({0}, 0.0f)"),
     # unary math
     "absoluteWithTensor:name:": Rule("abs({0})"),
@@ -132,17 +134,33 @@ class Translation:
     casts: tuple[str, ...]  # Metal types the graph casts to
 
 
-def translate(node: GraphNode, operands: tuple[str, ...]) -> Translation:
-    """The Metal expression of a graph (`Untranslatable` names the first node no row covers)."""
+def translate(node: GraphNode, operands: tuple[str, ...], unset: dict[str, str] | None = None,
+              scalars: dict[str, str] | None = None) -> Translation:
+    """The Metal expression of a graph (`Untranslatable` names the first node no row covers).
+    `unset`: an optional scalar -> the value its stub receives when it is unset (the shared
+    function's sentinel, `eps ? eps.value() : -1.0` -> "-1.0"): `eps.has_value()` is `eps != -1.0f`.
+    `scalars`: a scalar parameter of the graph -> the functor's name for what the stub receives
+    (None: names kept); a scalar it lacks is one the stub does not receive."""
     casts: list[str] = []
+    unset = unset or {}
 
-    def walk(n: GraphNode) -> tuple[str, bool]:
+    def walk(n: GraphNode, rounding: bool = True) -> tuple[str, bool]:
         if n.kind == "input":
             return operands[int(n.name)], False
         if n.kind == "scalar":
-            return n.name, False
+            if scalars is None:
+                return n.name, False
+            if n.name not in scalars:
+                raise Untranslatable(f"the scalar {n.name}, which the stub does not receive", n.location)
+            return scalars[n.name], False
         if n.kind == "number":
             return _float_literal(n.name), False
+        if n.kind == "has_value":
+            if n.name not in unset:
+                raise Untranslatable(f"`{n.name}.has_value()`, whose unset value the stub call does not show",
+                                     n.location)
+            name = n.name if scalars is None else scalars.get(n.name, n.name)
+            return f"({name} != {_float_literal(unset[n.name])})", True
         if n.kind == "cast":
             to = CASTS.get(n.name)
             if to is None:
@@ -150,6 +168,12 @@ def translate(node: GraphNode, operands: tuple[str, ...]) -> Translation:
             casts.append(to)
             inner, _ = walk(n.args[0])
             return f"static_cast<{to}>({inner})", to == "bool"
+        if n.kind == "send" and rounding and n.name in ARITHMETIC and _in_input_type(n):
+            # arithmetic on the op's scalars alone, held in the input's dtype, is rounded to it as the
+            # graph holds it: logit's 1 - eps is 1 in half for a small eps, as on CPU (a scalar alone
+            # is left in float, as CPU's opmath reads it)
+            inner, boolean = walk(n, rounding=False)
+            return f"static_cast<scalar_t>({inner})", boolean
         if n.kind == "send":
             if n.name in CONSTANTS:
                 value = n.args[0] if n.args else None
@@ -168,6 +192,24 @@ def translate(node: GraphNode, operands: tuple[str, ...]) -> Translation:
 
     expr, boolean = walk(node)
     return Translation(expr, boolean, tuple(dict.fromkeys(casts)))
+
+
+ARITHMETIC = frozenset(("additionWithPrimaryTensor:secondaryTensor:name:", "subtractionWithPrimaryTensor:secondaryTensor:name:",
+                        "multiplicationWithPrimaryTensor:secondaryTensor:name:",
+                        "divisionWithPrimaryTensor:secondaryTensor:name:", "negativeWithTensor:name:"))
+
+
+def _in_input_type(n: GraphNode) -> bool:
+    """A tensor made of the op's scalars alone, held in the input's dtype: a constant of a scalar
+    parameter with the input's `dataType`, or arithmetic on such constants (and literals) only."""
+    if n.kind != "send":
+        return False
+    if n.name in CONSTANTS:
+        return bool(n.args) and n.args[0].kind == "scalar" and n.args[-1].kind == "dtype"
+    if n.name not in ARITHMETIC:
+        return False
+    literal = lambda a: a.kind == "send" and a.name in CONSTANTS and bool(a.args) and a.args[0].kind == "number"
+    return all(_in_input_type(a) or literal(a) for a in n.args) and any(_in_input_type(a) for a in n.args)
 
 
 def _float_literal(text: str) -> str:
@@ -202,23 +244,59 @@ def graph_body(views: Views, facts: OpFacts) -> BodyOffer | NoBody:
         return NoBody(SOURCE, f"the legacy kernels of {facts.op} ({', '.join(sorted(facts.legacy_kernels))}) "
                               f"are defined in no operations/*.mm file")
     first_reason: NoBody | None = None
+    unset, scalars = _stub_scalars(views, facts)
     for graph in graphs:
-        offer = _offer(facts, graph)
+        offer = _offer(facts, graph, unset, scalars)
         if isinstance(offer, BodyOffer):
             return offer
         first_reason = first_reason or offer
     return first_reason
 
 
-def _offer(facts: OpFacts, graph: Graph) -> BodyOffer | NoBody:
+def _stub_scalars(views: Views, facts: OpFacts) -> tuple[dict[str, str], dict[str, str] | None]:
+    """What the stub receives of the op's scalars, read from the checkout's shared .cpp function:
+    for each optional scalar, its value when unset (`Scalar(eps ? eps.value() : -1.0)`: eps ->
+    "-1.0"); and the functor's name for each scalar the stub receives: a one-Scalar stub's is the
+    functor's alpha, named as `resolve` names it (the one parameter the argument reads, else
+    `alpha`). Without the shared function (a wheel has no .cpp), a one-Scalar stub takes the
+    graph's one scalar as its alpha (None: names kept)."""
+    if facts.stub is None or not facts.stub.scalar_count:
+        return {}, None
+    call = read_stub_call(views.ws, tuple(dict.fromkeys(site.line.kernel for site in facts.shared)),
+                          facts.stub.name) if facts.shared else None
+    names: dict[str, str] | None = None
+    if call is not None and facts.stub.scalar_count == 1 and len(call.args) == 1:
+        arg = call.args[0]
+        names = {read: arg.name or "alpha" for read in arg.reads}
+    found = {}
+    for arg in call.args if call is not None else ():
+        if len(arg.reads) != 1 or arg.name != arg.reads[0] or "value()" not in arg.value:
+            continue
+        try:
+            value = evaluate(arg.value, {arg.name: None})
+        except NotEvaluable:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            found[arg.name] = repr(float(value))
+    return found, names
+
+
+def _offer(facts: OpFacts, graph: Graph, unset: dict[str, str] | None = None,
+           scalars: dict[str, str] | None = None) -> BodyOffer | NoBody:
     if graph.output is None:
         return NoBody(SOURCE, f"{graph.function}: {graph.why}", graph.why_location or graph.location)
     operands = OPERANDS.get(len(graph.inputs))
     if operands is None:
         return NoBody(SOURCE, f"{graph.function} takes {len(graph.inputs)} tensors: no functor shape for that",
                       graph.location)
+    if scalars is None and facts.stub is not None and facts.stub.scalar_count == 1:
+        used = sorted({n.name for n in _nodes(graph.output) if n.kind in ("scalar", "has_value")})
+        if len(used) > 1:
+            return NoBody(SOURCE, f"{graph.function}'s graph reads {', '.join(used)}, and {facts.stub.name} receives "
+                                  "one scalar (no shared .cpp function here to say which)", graph.location)
+        scalars = {name: "alpha" for name in used}
     try:
-        out = translate(graph.output, operands)
+        out = translate(graph.output, operands, unset, scalars)
     except Untranslatable as exc:
         where = f" at {exc.location}" if exc.location else ""
         return NoBody(SOURCE, f"{graph.function}'s graph uses {exc.what}{where}: no Metal translation for it",
