@@ -227,3 +227,16 @@ def test_a_try_that_compares_no_value_is_not_checked(tmp_path, monkeypatch):
     assert "copysign: body from copysign's CPU kernel not checked: try compared no value (float, half, bfloat " \
            "skipped: no reference)" in notes, notes
     assert not any(": checked: " in n for n in notes)
+
+
+@needs_try
+def test_hardswish_from_the_cpu_kernel_keeps_cpus_order_and_passes_try(tmp_path):
+    # cpu/Activation.cpp's lambda multiplies before dividing (x * 6 overflows to inf at FLT_MAX, as CPU
+    # does), with its constants captured from the dispatch lambda; the graph divides first and fails try
+    root = copy_checkout(tmp_path)
+    plan = _plan(root, "migrate", "hardswish", body="cpu")
+    notes = [n.message for n in plan.notes]
+    assert any(re.fullmatch(r"hardswish: checked: \d+ values match torch's CPU op", n) for n in notes), notes
+    with pytest.raises(MpsgenError) as caught:
+        _plan(root, "migrate", "hardswish", body="graph")
+    assert "(3.4028234663852886e+38,) gave 3.4028234663852886e+38, want inf" in caught.value.message

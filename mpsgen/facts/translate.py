@@ -271,18 +271,25 @@ def translate_lambda(source: Source, lam, *, name: str, operands: tuple[str, ...
     if lam.captures not in ("[]", "[=]", "[&]"):
         raise Untranslatable(f"the lambda captures {lam.captures}: values the host computes (the op's scalars)", lam.line)
     s = _Spelling(metal, c10, c10_functions, known, locals=set(params))
+    # constants the lambda captures (`three`, declared `const scalar_t three(3.0f);` before it) are
+    # spelled where they are used, in their type
+    constants = {name: f"static_cast<{_type(kind)}>({_literal(value)})" for name, kind, value in lam.constants
+                 if name not in params}
+    s.renames = {(n.start, n.end): constants[source.text_of(n)] for n in lam.body.walk()
+                 if n.kind == "identifier" and n.field not in ("function", "declarator", "field")
+                 and source.text_of(n) in constants}
     ret = _return_expression(source, lam.body)
     if ret is not None:
         expr = _emit(source, ret, s)
-        free = _free_names(source, ret, set(params))
+        free = _free_names(source, ret, set(params) | set(constants))
         if free:
             raise Untranslatable(f"the lambda uses {free[0]}, a value the host computes (captured by {lam.captures})",
                                  lam.line)
         if not re.search(r"\b(?:scalar_t|T)\b", expr):
-            renamed = _rename(source, ret, dict(zip(params, operands)), s)
+            renamed = _rename(source, ret, dict(zip(params, operands)), s, constants)
             return Translation(" ".join(renamed.split()), (), tuple(s.needs))
     body = _emit(source, lam.body, s)
-    free = _free_names(source, lam.body, set(params) | s.locals)
+    free = _free_names(source, lam.body, set(params) | s.locals | set(constants))
     if free:
         raise Untranslatable(f"the lambda uses {free[0]}, a value the host computes (captured by {lam.captures})",
                              lam.line)
@@ -298,6 +305,13 @@ def translate_function(source: Source, node: Syntax, *, metal: str, c10: str, c1
     s = _Spelling(metal, c10, c10_functions, known, locals=_parameter_names(source, node))
     text = _emit(source, node, s)
     return Translation("", (_dedent(text.strip()) + "\n",), tuple(s.needs))
+
+
+def _literal(text: str) -> str:
+    """A C++ number literal as Metal takes it (a double literal is float there)."""
+    if re.fullmatch(r"-?\d+", text):
+        return text
+    return text if text[-1] in "fF" else f"{text}f"
 
 
 def _type(text: str) -> str:
@@ -343,8 +357,11 @@ def _free_names(source: Source, node: Syntax, bound: set[str]) -> list[str]:
     return free
 
 
-def _rename(source: Source, node: Syntax, mapping: dict[str, str], s: _Spelling) -> str:
-    """The expression emitted with its parameters renamed to the functor's operands."""
+def _rename(source: Source, node: Syntax, mapping: dict[str, str], s: _Spelling,
+            constants: dict[str, str] | None = None) -> str:
+    """The expression emitted with its parameters renamed to the functor's operands (and captured
+    constants spelled out)."""
+    mapping = {**(constants or {}), **mapping}
     s.renames = {(n.start, n.end): mapping[source.text_of(n)] for n in node.walk()
                  if n.kind == "identifier" and n.field != "function" and source.text_of(n) in mapping}
     try:
