@@ -10,6 +10,7 @@ gives `NoBody` naming it with its `path:line`: never a guess.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from mpsgen.facts.bodyoffer import BodyOffer, NoBody
@@ -258,8 +259,8 @@ def _stub_scalars(views: Views, facts: OpFacts) -> tuple[dict[str, str], dict[st
     for each optional scalar, its value when unset (`Scalar(eps ? eps.value() : -1.0)`: eps ->
     "-1.0"); and the functor's name for each scalar the stub receives: a one-Scalar stub's is the
     functor's alpha, named as `resolve` names it (the one parameter the argument reads, else
-    `alpha`). Without the shared function (a wheel has no .cpp), a one-Scalar stub takes the
-    graph's one scalar as its alpha (None: names kept)."""
+    `alpha`), when the stub receives it as it is. Without the shared function (a wheel has no
+    .cpp): None, and a graph reading the op's scalars has no body (what the stub receives is unknown)."""
     if facts.stub is None or not facts.stub.scalar_count:
         return {}, None
     call = read_stub_call(views.ws, tuple(dict.fromkeys(site.line.kernel for site in facts.shared)),
@@ -267,7 +268,9 @@ def _stub_scalars(views: Views, facts: OpFacts) -> tuple[dict[str, str], dict[st
     names: dict[str, str] | None = None
     if call is not None and facts.stub.scalar_count == 1 and len(call.args) == 1:
         arg = call.args[0]
-        names = {read: arg.name or "alpha" for read in arg.reads}
+        # only a scalar the stub receives as it is (or its unset sentinel): mse_backward's `norm` is
+        # computed from `reduction` and the input's size, which the graph's scalar is not
+        names = {read: arg.name or "alpha" for read in arg.reads if _passed_as_is(arg.value, read)}
     found = {}
     for arg in call.args if call is not None else ():
         if len(arg.reads) != 1 or arg.name != arg.reads[0] or "value()" not in arg.value:
@@ -281,6 +284,14 @@ def _stub_scalars(views: Views, facts: OpFacts) -> tuple[dict[str, str], dict[st
     return found, names
 
 
+def _passed_as_is(value: str, name: str) -> bool:
+    """`eps`, `eps ? eps.value() : -1.0`, `eps.value_or(-1.0)`, `Scalar(...)`/`static_cast<...>(...)` of them."""
+    text = re.sub(r"\s+", "", value)
+    text = re.sub(r"^(?:Scalar|static_cast<[\w:]+>)\((.*)\)$", r"\1", text)
+    number = r"-?[\d.]+(?:[eE][-+]?\d+)?"
+    return re.fullmatch(rf"{name}(?:\?{name}\.value\(\):{number}|\.value_or\({number}\))?", text) is not None
+
+
 def _offer(facts: OpFacts, graph: Graph, unset: dict[str, str] | None = None,
            scalars: dict[str, str] | None = None) -> BodyOffer | NoBody:
     if graph.output is None:
@@ -289,12 +300,12 @@ def _offer(facts: OpFacts, graph: Graph, unset: dict[str, str] | None = None,
     if operands is None:
         return NoBody(SOURCE, f"{graph.function} takes {len(graph.inputs)} tensors: no functor shape for that",
                       graph.location)
-    if scalars is None and facts.stub is not None and facts.stub.scalar_count == 1:
+    if scalars is None and facts.stub is not None and facts.stub.scalar_count == 1:  # params stubs keep field names
         used = sorted({n.name for n in _nodes(graph.output) if n.kind in ("scalar", "has_value")})
-        if len(used) > 1:
-            return NoBody(SOURCE, f"{graph.function}'s graph reads {', '.join(used)}, and {facts.stub.name} receives "
-                                  "one scalar (no shared .cpp function here to say which)", graph.location)
-        scalars = {name: "alpha" for name in used}
+        if used:
+            return NoBody(SOURCE, f"{graph.function}'s graph reads {', '.join(used)}: what {facts.stub.name} receives "
+                                  "for it is read from the shared .cpp function calling the stub, which this checkout "
+                                  "lacks", graph.location)
     try:
         out = translate(graph.output, operands, unset, scalars)
     except Untranslatable as exc:
