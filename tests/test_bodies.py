@@ -194,3 +194,50 @@ def test_body_is_refused_where_the_sources_do_not_apply(tmp_path):
     result = run_cli(["-C", str(root), "migrate", "softplus", "--body", "cpu", "--dry-run"])
     assert result.exit_code == 2
     assert "--body cpu: softplus is a params kernel (several scalars)" in result.stderr
+
+
+@needs_try
+def test_std_hypot_row_serves_the_c10_function_on_magnitudes_and_passes_try(tmp_path):
+    # upstream's hypot lambda is `return std::hypot(a, b);`; the checkout's c10::metal::hypot (as 2.13's)
+    # takes max/min of its arguments as given, so the row calls it on |a|, |b| with inf and NaN settled
+    root = copy_checkout(tmp_path)
+    cpu = root / "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp"
+    text = cpu.read_text()
+    assert "return calc_hypot(a, b);" in text
+    cpu.write_text(text.replace("return calc_hypot(a, b);", "return std::hypot(a, b);"))
+    plan = _plan(root, "new-op", "hypot", body="cpu")
+    notes = [n.message for n in plan.notes]
+    assert any(re.fullmatch(r"hypot: checked: \d+ values match torch's CPU op", n) for n in notes), notes
+    kernel = next(e.after for e in plan.edits if e.path.endswith(".metal"))
+    assert ": hypot(abs(a), abs(b))));" in kernel  # the miniature's kernel file spells both namespaces bare
+
+
+def test_a_try_that_compares_no_value_is_not_checked(tmp_path, monkeypatch):
+    # 2.15's mse_loss: try has no reference for the loss's elementwise kernel, every dtype is skipped;
+    # "checked: 0 values match" would call a body checked that nothing compared
+    from types import SimpleNamespace
+
+    from mpsgen.commands import bodycheck
+
+    skipped = [SimpleNamespace(metal_type=t, status="skipped", cases=0) for t in ("float", "half", "bfloat")]
+    monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
+    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: SimpleNamespace(results=skipped))
+    plan = _plan(copy_checkout(tmp_path), "new-op", "copysign", body="cpu")
+    notes = [n.message for n in plan.notes]
+    assert "copysign: body from copysign's CPU kernel not checked: try compared no value (float, half, bfloat " \
+           "skipped: no reference)" in notes, notes
+    assert not any(": checked: " in n for n in notes)
+
+
+@needs_try
+def test_hardswish_from_the_cpu_kernel_keeps_cpus_order_and_passes_try(tmp_path):
+    # cpu/Activation.cpp's lambda multiplies before dividing (x * 6 overflows to inf at FLT_MAX, as CPU
+    # does), with its constants captured from the dispatch lambda; the graph divides first: its value
+    # at FLT_MAX is the true one, which try's rule for CPU overflowing in an intermediate accepts and counts
+    root = copy_checkout(tmp_path)
+    plan = _plan(root, "migrate", "hardswish", body="cpu")
+    notes = [n.message for n in plan.notes]
+    assert any(re.fullmatch(r"hardswish: checked: \d+ values match torch's CPU op", n) for n in notes), notes
+    graph = [n.message for n in _plan(root, "migrate", "hardswish", body="graph").notes]
+    assert any(re.fullmatch(r"hardswish: checked: \d+ values match torch's CPU op; matches CPU except where CPU "
+                            r"overflows in an intermediate: [1-9]\d* cases", n) for n in graph), graph

@@ -4,15 +4,18 @@ name what they cannot translate, and derived bodies checked by `try` against tor
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from mpsgen.commands.migrate import plan_migrate
 from mpsgen.commands.tryop.api import TryOptions, try_op
 from mpsgen.edit.workspace import Workspace
 from mpsgen.facts import graphbody
 from mpsgen.facts.bodyoffer import BodyOffer, NoBody
 from mpsgen.facts.graphbody import TRANSLATIONS, graph_body, translate
+from mpsgen.facts.resolve import Options
 from mpsgen.facts.views import Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.checkout import Checkout
@@ -20,6 +23,7 @@ from mpsgen.read.cpp import find_definitions
 from mpsgen.read.graphread import GraphNode, read_graph
 from mpsgen.read.metalhost.compiler import find_compiler
 from support import FIXTURE_CHECKOUT, copy_checkout, run_cli
+from test_bodies import needs_try
 
 DATA = Path(__file__).parent / "data" / "graph"
 
@@ -44,7 +48,7 @@ ROWS = {
     "isNaNWithTensor:name:": "isnan(x)",
     "isInfiniteWithTensor:name:": "isinf(x)",
     "isFiniteWithTensor:name:": "isfinite(x)",
-    "signbitWithTensor:name:": "signbit(x)",
+    "signbitWithTensor:name:": "signbit(static_cast<float>(x))",
     "notWithTensor:name:": "(!x)",
     "logicalANDWithPrimaryTensor:secondaryTensor:name:": "(a && b)",
     "logicalORWithPrimaryTensor:secondaryTensor:name:": "(a || b)",
@@ -52,7 +56,7 @@ ROWS = {
     "logicalNANDWithPrimaryTensor:secondaryTensor:name:": "(!(a && b))",
     "logicalNORWithPrimaryTensor:secondaryTensor:name:": "(!(a || b))",
     "selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor:name:": "(a ? b : c)",
-    "clampWithTensor:minValueTensor:maxValueTensor:name:": "min(max(a, b), c)",
+    "clampWithTensor:minValueTensor:maxValueTensor:name:": "(a < b ? b : (a > c ? c : a))",
     "reLUWithTensor:name:": "max(x, 0.0f)",
     "absoluteWithTensor:name:": "abs(x)",
     "signWithTensor:name:": "((x > 0) - (x < 0))",
@@ -130,7 +134,7 @@ MINIATURE = {
     "asinh": "precise::asinh(x)",
     "frac": "(x - ((x < 0.0f) ? ceil(x) : floor(x)))",
     "mish": "(x * tanh(log((exp(x) + 1.0f))))",
-    "hardswish": "(x * (min(max((x + 3.0f), 0.0f), 6.0f) / 6.0f))",
+    "hardswish": "(x * (((x + 3.0f) < 0.0f ? 0.0f : ((x + 3.0f) > 6.0f ? 6.0f : (x + 3.0f))) / 6.0f))",
     "softplus": "(((x * beta) > threshold) ? x : (log(1.0f + exp((x * beta))) / beta))",
     "softplus_backward": "(((b * beta) > threshold) ? a : (a * (1.0f / (1.0f + exp(-(b * beta))))))",
     "threshold": "((x > threshold) ? x : value)",
@@ -157,8 +161,11 @@ def test_a_macro_instance_is_read_with_its_pasted_selector_at_its_line():
 
 @pytest.mark.parametrize(("op", "says"), [
     ("fmod", "trunc_tensor(mpsGraph, quotientTensor)"),  # a helper of another file
-    ("logit_backward", "the graph depends on `(eps_ >= 0.0)` at run time"),
     ("sgn", "no MPSGraph graph is built here"),
+    # its graph branches on eps_ (eps.value_or(-1.0)): what the stub receives for eps is read from the
+    # shared function calling it, which the miniature does not define for logit_backward
+    ("logit_backward", "logit_backward_out_mps's graph reads eps: what logit_backward_stub receives for it is read "
+                       "from the shared .cpp function calling the stub, which this checkout lacks"),
     ("atan2", None),
 ])
 def test_what_the_source_cannot_read_is_named_with_its_line(op, says):
@@ -201,11 +208,26 @@ def test_a_dtype_branch_is_passed_over_and_said():
     assert graph.notes == ("([inputTensor dataType] == MPSDataTypeInt64) has its own path at graph/Shapes.mm:52 (passed over)",)
 
 
-def test_a_run_time_branch_on_a_scalar_refuses():
+def test_a_run_time_branch_on_the_ops_scalars_keeps_both_branches_as_a_select():
     graph = _graph("logit_out_mps")
-    assert graph.output is None
-    assert graph.why == "the graph depends on `(eps.has_value())` at run time"
-    assert graph.why_location == Location("graph/Shapes.mm", 66)
+    assert graph.notes == ("`(eps.has_value())` at graph/Shapes.mm:66 is read per element on the op's scalars "
+                           "(both branches kept)",)
+    # what the stub receives for an unset eps (the shared function's `eps ? eps.value() : -1.0`) says
+    # what has_value() is; without it the body is refused, naming it
+    assert translate(graph.output, ("x",), {"eps": "-1.0"}).expr == (
+        "log((((eps != -1.0f) ? (x < eps ? eps : (x > 1.0f ? 1.0f : x)) : x) / "
+        "(1.0f - ((eps != -1.0f) ? (x < eps ? eps : (x > 1.0f ? 1.0f : x)) : x))))")
+    with pytest.raises(graphbody.Untranslatable) as caught:
+        translate(graph.output, ("x",))
+    assert caught.value.what == "`eps.has_value()`, whose unset value the stub call does not show"
+
+
+def test_a_branch_on_a_tensor_still_refuses():
+    graph = _graph("logit_out_mps")
+    assert graph.output is not None
+    text = (DATA / "Shapes.mm").read_text().replace("if (eps.has_value())", "if ([inputTensor isEmpty])")
+    other = read_graph(text, "graph/Shapes.mm", "logit_out_mps", find_definitions(text, "graph/Shapes.mm"))
+    assert other.output is None and other.why.startswith("the graph depends on `")
 
 
 def test_a_split_is_not_translated():
@@ -278,3 +300,34 @@ def test_try_counts_where_the_graphs_order_of_operations_spares_an_overflow_cpu_
     report = try_op(Checkout.find(root), "hardswish", TryOptions(reference="torch", samples=8))
     status = {r.metal_type: (r.status, r.cpu_overflows > 0) for r in report.results}
     assert status == {"float": ("passed", True), "half": ("passed", False), "bfloat": ("passed", True)}
+
+
+
+@needs_try
+def test_an_integer_safe_graph_serves_integers_and_passes_try(tmp_path):
+    # signbit's graph is one signbit node, its result cast to bool: the row means the same for integer
+    # operands (an integer's float keeps its sign), so the body serves the integers the tests expect
+    plan = plan_migrate(Checkout(copy_checkout(tmp_path)), ("signbit",), Options(body="graph"))
+    notes = [n.message for n in plan.notes]
+    assert any(re.fullmatch(r"signbit: checked: \d+ values match torch's CPU op", n) for n in notes), notes
+    kernel = next(e.after for e in plan.edits if e.path.endswith("UnaryKernel.metal"))
+    assert "REGISTER_UNARY_OP(signbit, long, bool);" in kernel and "REGISTER_UNARY_OP(signbit, bool, bool);" in kernel
+
+
+@needs_try
+@pytest.mark.parametrize("op", ["logit"])
+def test_a_graph_branching_on_its_scalar_passes_try(tmp_path, op):
+    # logit: `if (eps.has_value())` with the shared function's `eps ? eps.value() : -1.0` (UnaryOps.cpp);
+    # NaN stays NaN through the clamp and 1 - eps rounds in half, as on CPU
+    plan = plan_migrate(Checkout(copy_checkout(tmp_path)), (op,), Options(body="graph"))
+    notes = [n.message for n in plan.notes]
+    assert any(re.fullmatch(rf"{op}: checked: \d+ values match torch's CPU op.*", n) for n in notes), notes
+
+
+def test_a_losss_reduction_branch_is_read_as_none_and_said():
+    views = _views()
+    offer = graph_body(views, read_op(views, "mse_loss"))
+    assert isinstance(offer, BodyOffer), offer
+    assert offer.expr == "((a - b) * (a - b))"
+    assert "`(reduction == Reduction::None)` at aten/src/ATen/native/mps/operations/LossOps.mm:22 is read as " \
+           "Reduction::None (the reduction runs as a separate kernel)" in offer.describe

@@ -23,7 +23,8 @@ FUNCTIONS = {
                                                "isinf", "isfinite", "signbit")},
     **{f"std::{n}": f"metal::{n}(a, b)" for n in ("fmod", "copysign", "nextafter", "fmax", "fmin")},
     **{f"std::{n}": f"c10::metal::{n}(a)" for n in ("log1p", "expm1", "erf", "erfc", "erfinv", "lgamma", "tgamma")},
-    "std::hypot": "c10::metal::hypot(a, b)",
+    "std::hypot": "((metal::isinf(a) || metal::isinf(b)) ? INFINITY : (metal::isnan(a) || metal::isnan(b)) ? NAN : "
+                  "c10::metal::hypot(metal::abs(a), metal::abs(b)))",
     "std::max": "((a) < (b) ? (b) : (a))",
     "std::min": "((b) < (a) ? (b) : (a))",
     "at::_isnan": "metal::isnan(a)",
@@ -177,3 +178,28 @@ def test_captures_other_than_copying_everything_are_refused():
     with pytest.raises(Untranslatable) as caught:
         translate_lambda(kernels.source, kernels.lambdas("k")[0], name="op", operands=("x",), **SPELLING)
     assert "captures [lo, hi]" in caught.value.reason
+
+
+def test_captured_literal_constants_are_spelled_in_their_type_where_used():
+    text = ("void k(TensorIterator& iter) {\n  AT_DISPATCH_FLOATING_TYPES(iter.dtype(), \"k\", [&]() {\n"
+            "    const scalar_t three(3.0f);\n    const scalar_t six = 6;\n    const auto half_ = scalar_t(0.5);\n"
+            "    const scalar_t lo = some_scalar.to<scalar_t>();\n"
+            "    cpu_kernel(iter, [&](scalar_t a) -> scalar_t { return (a + three) / six * half_; });\n  });\n}\n")
+    kernels = read_cpu_kernels(text, "k.cpp")
+    lam = kernels.lambdas("k")[0]
+    # `lo` is computed by the host from a scalar: not a constant
+    assert lam.constants == (("three", "scalar_t", "3.0f"), ("six", "scalar_t", "6"), ("half_", "scalar_t", "0.5"))
+    out = translate_lambda(kernels.source, lam, name="op", operands=("x",), **SPELLING)
+    assert out.expr == "op_scalar(x)"
+    assert "return (a + static_cast<scalar_t>(3.0f)) / static_cast<scalar_t>(6) * static_cast<scalar_t>(0.5f);" \
+        in out.helpers[0]
+
+
+def test_a_captured_value_the_host_computes_is_still_refused():
+    text = ("void k(TensorIterator& iter, const Scalar& s) {\n  AT_DISPATCH_FLOATING_TYPES(iter.dtype(), \"k\", [&]() {\n"
+            "    const scalar_t lo = s.to<scalar_t>();\n"
+            "    cpu_kernel(iter, [&](scalar_t a) -> scalar_t { return a < lo ? lo : a; });\n  });\n}\n")
+    kernels = read_cpu_kernels(text, "k.cpp")
+    with pytest.raises(Untranslatable) as caught:
+        translate_lambda(kernels.source, kernels.lambdas("k")[0], name="op", operands=("x",), **SPELLING)
+    assert caught.value.reason == "the lambda uses lo, a value the host computes (captured by [&])"

@@ -58,7 +58,13 @@ def check_body(checkout: Checkout, plan: Plan, op: str, kernel: KernelChoice | N
         why = "try failed: " + "; ".join(_failure(r) for r in failed[:3])
         return BodyCheck(False, why, Note("info", f"{op}: body from {body.describe} not written: {why}"))
     skipped = [r.metal_type for r in report.results if r.status == "skipped"]
+    if matched == 0:  # nothing compared is nothing checked (a loss's elementwise kernel: try has no reference)
+        why = f"try compared no value ({', '.join(skipped) or 'no dtype'} skipped: no reference)"
+        return BodyCheck(None, why, Note("info", f"{op}: body from {body.describe} not checked: {why}"))
     extra = f" ({', '.join(skipped)} skipped: no reference)" if skipped else ""
+    overflows = sum(r.cpu_overflows for r in report.results)
+    if overflows:  # try's rule: the body gives the float64 value where CPU overflows in an intermediate
+        extra += f"; matches CPU except where CPU overflows in an intermediate: {overflows} cases"
     return BodyCheck(True, "", Note("info", f"{op}: checked: {matched} values match torch's CPU op{extra}"))
 
 

@@ -144,6 +144,7 @@ class Body:
     helpers: tuple[str, ...] = ()  # definitions a derived expression calls, written before the functor
     location: Location | None = None  # where the derived body's source states it
     answers: tuple = ()  # every body source's answer (BodyOffer | NoBody), in the order asked
+    truth: bool = False  # operands are read as truth values only (BodyOffer.truth)
 
     @property
     def derived(self) -> bool:
@@ -192,7 +193,7 @@ def find_body(resolution: BodyResolution, *, op: str, name: str, arity: int, alp
                                   hint="drop that group from --dtypes, or pass --expr")
         defaults = tuple(g for g in supports if g != "bool") or supports
         return Body(chosen.source, supports, defaults, chosen.describe, "", chosen.output, chosen.expr, chosen.helpers,
-                    chosen.location, resolution.answers)
+                    chosen.location, resolution.answers, chosen.truth)
     groups = effective_groups(dtypes) if dtypes else tuple(GROUPS)
     return Body("placeholder", groups, ("float",), "the placeholder body", answers=resolution.answers)
 
@@ -209,7 +210,7 @@ def render_functor(templates: Templates, body: Body, *, name: str, arity: int, a
     spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
     if body.source == "expr" or body.derived:
         text = templates.render("functor_expr.metal.j2", name=name, expr=(body.expr or expr or "").strip(),
-                                operands=operands, groups=groups, output=body.output,
+                                operands=operands, groups=groups, output=body.output, truth=body.truth,
                                 alpha_name=alpha_name if alpha else "", **spelling)
     elif body.source == "catalog":
         text = templates.render(body.template, name=name, groups=groups, **spelling)

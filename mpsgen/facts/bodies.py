@@ -37,7 +37,7 @@ from mpsgen.facts.translate import Untranslatable, translate_function, translate
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.c10lib import function_sites
-from mpsgen.read.cppsyntax import CpuKernels, ScalarLambda, read_cpu_kernels
+from mpsgen.read.cppsyntax import CpuKernels, ScalarLambda, read_cpu_kernels, truth_operands
 from mpsgen.read.kernelfile import NamespacePrefixes
 
 
@@ -274,7 +274,10 @@ def _choose(lambdas: tuple[ScalarLambda, ...]) -> ScalarLambda:
     return lambdas[0]
 
 
-def _groups(request: BodyRequest, lam: ScalarLambda) -> tuple[str, ...]:
+def _groups(request: BodyRequest, lam: ScalarLambda, truth: bool = False) -> tuple[str, ...]:
+    """The dtype groups the lambda serves: its dispatch list's, complex only where the lambda reads
+    its operands as truth values and writes bool (`a && b`: the functor's complex overload reads
+    each operand as one); other complex code (c10::complex arithmetic) is not translated."""
     covered = _covers(lam)
     groups = []
     if "float" in covered:
@@ -285,6 +288,8 @@ def _groups(request: BodyRequest, lam: ScalarLambda) -> tuple[str, ...]:
         groups.append("integer")
     if "bool" in covered:
         groups.append("bool")
+    if "complex" in covered and truth and lam.returns == "bool":
+        groups.append("complex")
     return tuple(groups)
 
 
@@ -314,7 +319,8 @@ def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarL
                     known=known)
     describe = f"{request.op}'s CPU kernel"
     location = Location(rel, lam.line)
-    groups = _groups(request, lam)
+    truth = truth_operands(kernels.source, lam)
+    groups = _groups(request, lam, truth)
     if not groups:
         return NoBody("cpu", f"{lam.kernel}'s lambda serves no dtype a Metal functor registers "
                              f"({lam.dispatch.macro if lam.dispatch else 'no AT_DISPATCH list'})", location)
@@ -347,4 +353,4 @@ def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarL
     for _, texts in reversed(brought):
         helpers += texts
     return BodyOffer("cpu", translation.expr, location, describe, "bool" if lam.returns == "bool" else "", groups,
-                     tuple(helpers) + translation.helpers)
+                     tuple(helpers) + translation.helpers, truth="complex" in groups)

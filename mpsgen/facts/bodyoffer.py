@@ -21,6 +21,9 @@ class BodyOffer:
     output: str = ""  # the Metal output type of every registration ("": as the dtype group says; "bool")
     supports: tuple[str, ...] = ()  # dtype groups the source covers (its AT_DISPATCH list, the graph's casts)
     helpers: tuple[str, ...] = ()  # Metal helper definitions the expression calls, written before the functor
+    # the expression reads its operands only as truth values (`a && b`): a complex operand is read as
+    # c10::complex's truth value (either part nonzero), so the complex group takes the same expression
+    truth: bool = False
 
 
 @dataclass(frozen=True)

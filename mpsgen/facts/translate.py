@@ -34,12 +34,16 @@ PRECISE = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "cos", "c
            "log10", "pow", "sin", "sinh", "sqrt", "tan", "tanh")
 EXACT = ("abs", "fabs", "ceil", "floor", "trunc", "round", "rint", "fmod", "copysign", "nextafter", "isnan", "isinf",
          "isfinite", "signbit", "fmax", "fmin")
-C10_FUNCTIONS = ("log1p", "expm1", "erf", "erfc", "erfinv", "hypot", "lgamma", "tgamma")
+C10_FUNCTIONS = ("log1p", "expm1", "erf", "erfc", "erfinv", "lgamma", "tgamma")
 
 FUNCTIONS: dict[str, str] = {
     **{f"std::{name}": f"{{m}}precise::{name}" for name in PRECISE},
     **{f"std::{name}": f"{{m}}{name}" for name in EXACT},
     **{f"std::{name}": f"{{c}}{name}" for name in C10_FUNCTIONS},
+    # c10::metal::hypot takes max/min of its arguments as given, with no inf/NaN case (2.13's: hypot(0, -1)
+    # is NaN): called on |a|, |b| once inf (which wins over NaN, as in libm) and NaN are settled
+    "std::hypot": "(({m}isinf({0}) || {m}isinf({1})) ? INFINITY : ({m}isnan({0}) || {m}isnan({1})) ? NAN : "
+                  "{c}hypot({m}abs({0}), {m}abs({1})))",
     "std::max": "(({0}) < ({1}) ? ({1}) : ({0}))",
     "std::min": "(({1}) < ({0}) ? ({1}) : ({0}))",
     "at::_isnan": "{m}isnan",
@@ -109,8 +113,7 @@ class _Spelling:
         return f"{name}{HELPER_SUFFIX}" if name in self.c10_functions else name
 
     def spell(self, pattern: str, *args: str, t: str = "") -> str:
-        if pattern.startswith("{c}"):
-            name = re.match(r"\{c\}(\w+)", pattern).group(1)
+        for name in re.findall(r"\{c\}(\w+)", pattern):
             if name not in self.c10_functions:
                 raise Untranslatable(f"needs c10::metal::{name}, which this checkout's c10/metal headers do not define")
         return pattern.format(*args, m=self.metal, c=self.c10, t=t)
@@ -268,18 +271,25 @@ def translate_lambda(source: Source, lam, *, name: str, operands: tuple[str, ...
     if lam.captures not in ("[]", "[=]", "[&]"):
         raise Untranslatable(f"the lambda captures {lam.captures}: values the host computes (the op's scalars)", lam.line)
     s = _Spelling(metal, c10, c10_functions, known, locals=set(params))
+    # constants the lambda captures (`three`, declared `const scalar_t three(3.0f);` before it) are
+    # spelled where they are used, in their type
+    constants = {name: f"static_cast<{_type(kind)}>({_literal(value)})" for name, kind, value in lam.constants
+                 if name not in params}
+    s.renames = {(n.start, n.end): constants[source.text_of(n)] for n in lam.body.walk()
+                 if n.kind == "identifier" and n.field not in ("function", "declarator", "field")
+                 and source.text_of(n) in constants}
     ret = _return_expression(source, lam.body)
     if ret is not None:
         expr = _emit(source, ret, s)
-        free = _free_names(source, ret, set(params))
+        free = _free_names(source, ret, set(params) | set(constants))
         if free:
             raise Untranslatable(f"the lambda uses {free[0]}, a value the host computes (captured by {lam.captures})",
                                  lam.line)
         if not re.search(r"\b(?:scalar_t|T)\b", expr):
-            renamed = _rename(source, ret, dict(zip(params, operands)), s)
+            renamed = _rename(source, ret, dict(zip(params, operands)), s, constants)
             return Translation(" ".join(renamed.split()), (), tuple(s.needs))
     body = _emit(source, lam.body, s)
-    free = _free_names(source, lam.body, set(params) | s.locals)
+    free = _free_names(source, lam.body, set(params) | s.locals | set(constants))
     if free:
         raise Untranslatable(f"the lambda uses {free[0]}, a value the host computes (captured by {lam.captures})",
                              lam.line)
@@ -295,6 +305,13 @@ def translate_function(source: Source, node: Syntax, *, metal: str, c10: str, c1
     s = _Spelling(metal, c10, c10_functions, known, locals=_parameter_names(source, node))
     text = _emit(source, node, s)
     return Translation("", (_dedent(text.strip()) + "\n",), tuple(s.needs))
+
+
+def _literal(text: str) -> str:
+    """A C++ number literal as Metal takes it (a double literal is float there)."""
+    if re.fullmatch(r"-?\d+", text):
+        return text
+    return text if text[-1] in "fF" else f"{text}f"
 
 
 def _type(text: str) -> str:
@@ -340,8 +357,11 @@ def _free_names(source: Source, node: Syntax, bound: set[str]) -> list[str]:
     return free
 
 
-def _rename(source: Source, node: Syntax, mapping: dict[str, str], s: _Spelling) -> str:
-    """The expression emitted with its parameters renamed to the functor's operands."""
+def _rename(source: Source, node: Syntax, mapping: dict[str, str], s: _Spelling,
+            constants: dict[str, str] | None = None) -> str:
+    """The expression emitted with its parameters renamed to the functor's operands (and captured
+    constants spelled out)."""
+    mapping = {**(constants or {}), **mapping}
     s.renames = {(n.start, n.end): mapping[source.text_of(n)] for n in node.walk()
                  if n.kind == "identifier" and n.field != "function" and source.text_of(n) in mapping}
     try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import tree_sitter
 import tree_sitter_cpp
@@ -147,6 +147,9 @@ class ScalarLambda:
     dispatch: Dispatch | None  # the AT_DISPATCH_* call around it
     condition: str  # the `if` condition of the branch it stands in ("" at the top), "!" prefixed for an else
     line: int
+    # constants of the scope it captures from, declared before it with a literal value
+    # (`const scalar_t three(3.0f);`): (name, type as written, the literal)
+    constants: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,12 @@ def _lambdas_in(kernels: CpuKernels, function: str, definition: Syntax) -> list[
     source = kernels.source
     found = []
 
-    def visit(node: Syntax, dispatch: Dispatch | None, condition: str) -> None:
+    def visit(node: Syntax, dispatch: Dispatch | None, condition: str, consts: tuple = ()) -> None:
+        if node.kind == "compound_statement":
+            for child in node.children:
+                visit(child, dispatch, condition, consts)
+                consts = consts + _literal_constants(source, child)
+            return
         if node.kind == "call_expression":
             callee = node.child("function")
             name = source.text_of(callee) if callee is not None else ""
@@ -238,24 +246,52 @@ def _lambdas_in(kernels: CpuKernels, function: str, definition: Syntax) -> list[
                 args = node.child("arguments")
                 first = next((a for a in args.children if a.kind == "lambda_expression"), None)
                 if first is not None:
-                    found.append(_scalar_lambda(source, function, first, dispatch, condition))
+                    found.append(replace(_scalar_lambda(source, function, first, dispatch, condition),
+                                         constants=consts))
                 return
         if node.kind == "if_statement":
             cond = node.child("condition")
             text = " ".join(source.text_of(cond).split()) if cond is not None else ""
             for child in node.children:
                 if child.field == "consequence":
-                    visit(child, dispatch, text)
+                    visit(child, dispatch, text, consts)
                 elif child.field == "alternative":
-                    visit(child, dispatch, "!" + text)
+                    visit(child, dispatch, "!" + text, consts)
                 else:
-                    visit(child, dispatch, condition)
+                    visit(child, dispatch, condition, consts)
             return
         for child in node.children:
-            visit(child, dispatch, condition)
+            visit(child, dispatch, condition, consts)
 
     visit(definition, None, "")
     return found
+
+
+_LITERAL = re.compile(r"\(?\s*(?:([\w:]+)\s*\(\s*)?(-?\d[\d.]*(?:[eE][-+]?\d+)?[fF]?)\s*\)?\s*\)?")
+
+
+def _literal_constants(source: Source, node: Syntax) -> tuple[tuple[str, str, str], ...]:
+    """The names a declaration statement gives a literal value (`const scalar_t three(3.0f);`,
+    `const auto six = scalar_t(6);`): (name, type, literal); its type is the declared one, or for
+    `auto` the type the literal is converted to."""
+    if node.kind != "declaration":
+        return ()
+    ptype = node.child("type")
+    declared = source.text_of(ptype).strip() if ptype is not None else ""
+    found = []
+    for child in node.children:
+        if child.kind != "init_declarator":
+            continue
+        name, value = child.child("declarator"), child.child("value")
+        if name is None or value is None or name.kind != "identifier":
+            continue
+        m = _LITERAL.fullmatch(source.text_of(value).strip())
+        if m is None:
+            continue
+        kind = declared if declared not in ("auto", "") else (m.group(1) or "")
+        if kind:
+            found.append((source.text_of(name), kind, m.group(2)))
+    return tuple(found)
 
 
 _AND = re.compile(r"_AND(\d*)$|_AND_HALF$")
@@ -298,3 +334,48 @@ def _scalar_lambda(source: Source, function: str, node: Syntax, dispatch: Dispat
     captures = node.child("captures")
     return ScalarLambda(function, node, tuple(params), returns, source.text_of(captures) if captures is not None else "",
                         node.child("body"), dispatch, condition, source.line_of(node))
+
+
+# where a value is read only for its truth: the operands of `&&`, `||`, `!`, a `bool(...)` /
+# `static_cast<bool>(...)` conversion, the condition of `?:` or `if`
+_TRUTH_OPERATORS = ("&&", "||")
+_TRUTH_CASTS = ("bool", "static_cast<bool>")
+
+
+def truth_operands(source: Source, lam: ScalarLambda) -> bool:
+    """Whether the lambda reads each of its parameters only as a truth value (`a && b`,
+    `bool(a) != bool(b)`, `!a`): then any type with a truth value (c10::complex: either part
+    nonzero) gives the same result through it."""
+    names = {name for _, name in lam.params}
+    if not names:
+        return False
+
+    def visit(node: Syntax, truth: bool) -> bool:
+        if node.kind == "identifier" and source.text_of(node) in names:
+            return truth
+        for child in node.children:
+            if node.kind == "parenthesized_expression":
+                inner = truth
+            elif node.kind == "binary_expression":
+                op = node.child("operator")
+                inner = op is not None and source.text_of(op) in _TRUTH_OPERATORS and child.field in ("left", "right")
+            elif node.kind == "unary_expression":
+                op = node.child("operator")
+                inner = op is not None and source.text_of(op) == "!" and child.field == "argument"
+            elif node.kind == "conditional_expression" or node.kind == "if_statement":
+                inner = child.field == "condition"
+            elif node.kind == "condition_clause":
+                inner = truth
+            elif node.kind == "call_expression":
+                function = node.child("function")
+                inner = (function is not None and child.field == "arguments"
+                         and re.sub(r"\s+", "", source.text_of(function)) in _TRUTH_CASTS)
+            elif node.kind == "argument_list":
+                inner = truth
+            else:
+                inner = False
+            if not visit(child, inner):
+                return False
+        return True
+
+    return visit(lam.body, False)

@@ -43,6 +43,19 @@ from mpsgen.model import Location
 from mpsgen.read.cpp import Definition, mask_code, match_brace, split_top_level
 
 _LANGUAGE = tree_sitter.Language(tree_sitter_objc.language())
+SELECT = "selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor:name:"
+# a C++ operator of a condition on the op's scalars -> the graph selector it means per element
+_PREDICATES = {
+    "<": "lessThanWithPrimaryTensor:secondaryTensor:name:",
+    "<=": "lessThanOrEqualToWithPrimaryTensor:secondaryTensor:name:",
+    ">": "greaterThanWithPrimaryTensor:secondaryTensor:name:",
+    ">=": "greaterThanOrEqualToWithPrimaryTensor:secondaryTensor:name:",
+    "==": "equalWithPrimaryTensor:secondaryTensor:name:",
+    "!=": "notEqualWithPrimaryTensor:secondaryTensor:name:",
+    "&&": "logicalANDWithPrimaryTensor:secondaryTensor:name:",
+    "||": "logicalORWithPrimaryTensor:secondaryTensor:name:",
+}
+_REDUCTION_NONE = re.compile(r"\(*(\w+)(==|!=)(?:at__)?Reduction__None\)*")
 _PLACEHOLDERS = ("mpsGraphRankedPlaceHolder", "mpsGraphScalarPlaceHolder", "mpsGraphUnrankedPlaceHolder")
 
 
@@ -55,7 +68,9 @@ class GraphNode:
     - `number`: a literal (`name` its text, suffix dropped); `scalar`: the function's scalar parameter
       `name` (`beta.to<double>()`, `eps_` bound to it);
     - `cast`: `castMPSTensor(graph, t, ScalarType::Bool)` / `[graph castTensor:t toType:...]`, `name` the type;
-    - `dtype`: a tensor's data type (`[t dataType]`); `other`: anything else (`name` its text)."""
+    - `dtype`: a tensor's data type (`[t dataType]`); `other`: anything else (`name` its text);
+    - `has_value`: `name.has_value()` of an optional scalar parameter (what the stub receives for an
+      unset one is the body source's to say)."""
 
     kind: str
     name: str
@@ -334,13 +349,77 @@ class _Reader:
             return None
         if kind == "if_statement":
             cond = stmt.child_by_field_name("condition")
-            taken = self.condition(cond, source, numbers, env)
-            branch = stmt.child_by_field_name("consequence") if taken else stmt.child_by_field_name("alternative")
-            if branch is not None and branch.type == "else_clause":
-                branch = next((c for c in branch.children if c.type != "else"), None)
+            try:
+                taken = self.condition(cond, source, numbers, env)
+            except _Stop as stop:
+                predicate = self.scalar_predicate(cond, source, numbers, env)
+                if predicate is None:
+                    raise
+                return self.both_branches(stmt, predicate, stop, source, numbers, env)
+            branch = self.branch(stmt, taken)
             return None if branch is None else self.statement(branch, source, numbers, env)
         if kind == "ERROR":
             return None
+        return None
+
+    @staticmethod
+    def branch(stmt, taken: bool):
+        branch = stmt.child_by_field_name("consequence") if taken else stmt.child_by_field_name("alternative")
+        if branch is not None and branch.type == "else_clause":
+            branch = next((c for c in branch.children if c.type != "else"), None)
+        return branch
+
+    def both_branches(self, stmt, predicate: GraphNode, stop: _Stop, source, numbers, env):
+        """An `if` on the op's scalars alone (`eps.has_value()`, `eps_ >= 0.0`): both branches run, and
+        each tensor they set differently becomes a select on the predicate (per element, the same
+        choice everywhere); a branch that returns where the other does not ends the reading."""
+        envs, results = [], []
+        for taken in (True, False):
+            scope = dict(env)
+            branch = self.branch(stmt, taken)
+            results.append(None if branch is None else self.statement(branch, source, numbers, scope))
+            envs.append(scope)
+        if any(r is not None for r in results):
+            if None in results:
+                raise stop
+            return GraphNode("send", SELECT, (predicate, results[0], results[1]), predicate.location)
+        for name in set(envs[0]) & set(envs[1]):
+            if envs[0][name] != envs[1][name]:
+                env[name] = GraphNode("send", SELECT, (predicate, envs[0][name], envs[1][name]), predicate.location)
+        self.notes.append(f"`{_one_line(_text(stmt.child_by_field_name('condition'), source)).replace('__', '::')}` at "
+                          f"{predicate.location} is read per element on the op's scalars (both branches kept)")
+        return None
+
+    def scalar_predicate(self, cond, source, numbers, env) -> GraphNode | None:
+        """A condition over the op's scalars and literals only, as graph nodes (comparisons and logical
+        sends, `has_value` of an optional scalar), or None when it reads anything else."""
+        t = cond.type
+        where = self.loc(cond, numbers)
+        if t in ("parenthesized_expression", "condition_clause"):
+            inner = [c for c in cond.children if c.type not in ("(", ")")]
+            return self.scalar_predicate(inner[0], source, numbers, env) if len(inner) == 1 else None
+        if t == "call_expression":
+            function = cond.child_by_field_name("function")
+            arguments = cond.child_by_field_name("arguments")
+            if (function is not None and function.type == "field_expression" and arguments is not None
+                    and not [c for c in arguments.children if c.type not in ("(", ")")]
+                    and _text(function.child_by_field_name("field"), source) == "has_value"):
+                base = function.child_by_field_name("argument")
+                if base is not None and base.type == "identifier" and _text(base, source) in self.scalars:
+                    return GraphNode("has_value", _text(base, source), (), where)
+            return None
+        if t == "unary_expression" and _text(cond.children[0], source) == "!":
+            inner = self.scalar_predicate(cond.children[1], source, numbers, env)
+            return None if inner is None else GraphNode("send", "notWithTensor:name:", (inner,), where)
+        if t == "binary_expression":
+            selector = _PREDICATES.get(_text(cond.child_by_field_name("operator"), source))
+            if selector is None:
+                return None
+            sides = [self.scalar_predicate(cond.child_by_field_name(f), source, numbers, env) for f in ("left", "right")]
+            return None if None in sides else GraphNode("send", selector, tuple(sides), where)
+        if t == "number_literal" or t == "identifier":
+            value = self.expr(cond, source, numbers, env)
+            return value if value.kind in ("number", "scalar") else None
         return None
 
     def declaration(self, decl, source, numbers, env):
@@ -396,6 +475,14 @@ class _Reader:
             return bool(value)
         if re.search(r"is_macos|supportsComplex", text):
             return not text.lstrip("( ").startswith("!")
+        loss = _REDUCTION_NONE.fullmatch(re.sub(r"\s+", "", text))
+        if loss is not None and loss.group(1) in self.scalars:
+            # a loss's reduction runs as its own kernel after the elementwise one: the elementwise
+            # part is what the graph computes for `Reduction::None`
+            self.notes.append(f"`{_one_line(text).replace('__', '::')}` at {self.loc(cond, numbers)} is read as "
+                              "Reduction::None "
+                              "(the reduction runs as a separate kernel)")
+            return loss.group(2) == "=="
         if self.is_dtype(cond, source, env):
             self.notes.append(f"{_one_line(text)} has its own path at {self.loc(cond, numbers)} (passed over)")
             return False
