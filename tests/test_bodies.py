@@ -222,11 +222,34 @@ def test_a_try_that_compares_no_value_is_not_checked(tmp_path, monkeypatch):
     skipped = [SimpleNamespace(metal_type=t, status="skipped", cases=0) for t in ("float", "half", "bfloat")]
     monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
     monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: SimpleNamespace(results=skipped))
+    monkeypatch.setattr(bodycheck, "cached_result", lambda kind, inputs, run: run())  # no verdict kept earlier
     plan = _plan(copy_checkout(tmp_path), "new-op", "copysign", body="cpu")
     notes = [n.message for n in plan.notes]
     assert "copysign: body from copysign's CPU kernel not checked: try compared no value (float, half, bfloat " \
            "skipped: no reference)" in notes, notes
     assert not any(": checked: " in n for n in notes)
+
+
+def test_a_verdict_is_kept_for_the_same_planned_kernel_and_asked_again_for_another(tmp_path, monkeypatch):
+    # scan asks migrate's check for every candidate with a derived body: try runs once per planned kernel
+    from types import SimpleNamespace
+
+    from mpsgen.commands import bodycheck
+
+    runs = []
+    passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0)]
+    monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
+    monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")  # none kept before
+    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: runs.append(1) or SimpleNamespace(results=passed))
+    root = copy_checkout(tmp_path)
+    for _ in range(2):
+        notes = [n.message for n in _plan(root, "new-op", "copysign", body="cpu").notes]
+        assert "copysign: checked: 5 values match torch's CPU op" in notes, notes
+    assert len(runs) == 1
+    kernel = root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    kernel.write_text(kernel.read_text() + "// another kernel file: another planned kernel\n")
+    _plan(root, "new-op", "copysign", body="cpu")
+    assert len(runs) == 2
 
 
 @needs_try

@@ -77,7 +77,7 @@ def test_round_decimals_variants_are_not_the_round_kernels(checkout, request):
 
 # what scan finds ready on the 2.15 real-size checkout (the wheel's files + the miniature's host and
 # kernel files): the miniature's ops that 2.15 still serves with MPSGraph
-READY_2_15 = ("frac", "signbit", "sign", "sgn", "mse_loss", "threshold", "_prelu_kernel", "hardtanh_backward")
+READY_2_15 = ("frac", "signbit", "sign", "sgn", "threshold", "_prelu_kernel", "hardtanh_backward")
 
 
 def test_scan_ready_candidates_of_2_15(real_checkout):

@@ -52,7 +52,7 @@ def test_summary_table_names_every_backing_and_the_host_files():
     assert result.exit_code == 0
     for word in ("native", "mpsgraph", "mps-other", "composite", "none", "BinaryOps.mm", "Activation.mm"):
         assert word in result.stdout
-    assert "candidates: 24 ready, 7 need --expr, 8 need a hand-written port" in " ".join(result.stdout.split())
+    assert "candidates: 23 ready, 8 need --expr, 8 need a hand-written port" in " ".join(result.stdout.split())
 
 
 def test_mpsgraph_kernel_through_a_shared_helper(records):
@@ -131,7 +131,8 @@ def test_candidates_are_ordered_by_tier_then_size(report):
         ("threshold_backward", "port", "threshold_stub, threshold's stub"),
         ("gelu", "expr", "params stub (approximate in GeluParams), no catalog body: pass --expr over x and approximate"),
         ("log_sigmoid_backward", "expr", "supported stub signature, no catalog body"),
-        ("mse_loss", "ready", "body from mse_loss's MPSGraph graph (mse_loss_out_mps)"),
+        # the graph's body computes (a - b) in float; CPU rounds it to half first: migrate's try turns it down
+        ("mse_loss", "expr", "not written: try failed: half:"),
         ("signbit", "ready", "body from signbit's MPSGraph graph (signbit_out_mps)"),
         ("softplus", "ready", "params stub (beta, threshold in SoftplusParams), catalog body (float"),
         ("softplus_backward", "ready", "params stub (beta, threshold in SoftplusBackwardParams)"),

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 
 from mpsgen.commands.tryop.api import TryOptions, try_op
 from mpsgen.commands.tryop.run import host_unavailable
 from mpsgen.edit.kernel import KernelChoice
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Note, Plan
+from mpsgen.read.cache import cached_result
 from mpsgen.read.checkout import Checkout, PlannedCheckout
+
+# what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
+CHECK_VERSION = "bodycheck-1"
+# the headers a planned kernel includes, besides the files the plan edits
+HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
 
 
 @dataclass(frozen=True)
@@ -46,26 +53,49 @@ def check_body(checkout: Checkout, plan: Plan, op: str, kernel: KernelChoice | N
     unchecked = why_unchecked()
     if unchecked:
         return BodyCheck(None, unchecked, Note("info", f"{op}: body from {body.describe} not checked: {unchecked}"))
-    planned = PlannedCheckout(checkout.root, {e.path: e.after for e in plan.edits})
+    edits = {e.path: e.after for e in plan.edits}
+    # the verdict depends on the kernel as planned, the headers it includes, try's code and torch: kept
+    # in the user cache by exactly those, so scan (which asks for every derived candidate) pays once
+    headers = sorted(rel for pattern in HEADERS for rel in checkout.glob(*pattern))
+    inputs = [CHECK_VERSION, op, _torch_version(), *(f"{path}\0{text}" for path, text in sorted(edits.items())),
+              *(f"{rel}\0{checkout.read(rel)}" for rel in headers if rel not in edits)]
+    kept = cached_result("bodycheck", inputs, lambda: _verdict(checkout, edits, op, body.describe))
+    passed = {"passed": True, "failed": False}.get(kept["verdict"])
+    return BodyCheck(passed, kept["why"], Note("info", kept["note"]))
+
+
+def _verdict(checkout: Checkout, edits: dict[str, str], op: str, describe: str) -> dict:
+    """try on the planned kernel: {verdict: passed | failed | unchecked, why, note}."""
+    planned = PlannedCheckout(checkout.root, edits)
     try:
         report = try_op(planned, op, TryOptions(backend="host", reference="torch"))
     except MpsgenError as exc:
         why = f"try could not run it: {exc.message}"
-        return BodyCheck(False, why, Note("info", f"{op}: body from {body.describe} not written: {why}"))
+        return _kept("failed", why, f"{op}: body from {describe} not written: {why}")
     failed = [r for r in report.results if r.status == "failed"]
     matched = sum(r.cases for r in report.results if r.status == "passed")
     if failed:
         why = "try failed: " + "; ".join(_failure(r) for r in failed[:3])
-        return BodyCheck(False, why, Note("info", f"{op}: body from {body.describe} not written: {why}"))
+        return _kept("failed", why, f"{op}: body from {describe} not written: {why}")
     skipped = [r.metal_type for r in report.results if r.status == "skipped"]
     if matched == 0:  # nothing compared is nothing checked (a loss's elementwise kernel: try has no reference)
         why = f"try compared no value ({', '.join(skipped) or 'no dtype'} skipped: no reference)"
-        return BodyCheck(None, why, Note("info", f"{op}: body from {body.describe} not checked: {why}"))
+        return _kept("unchecked", why, f"{op}: body from {describe} not checked: {why}")
     extra = f" ({', '.join(skipped)} skipped: no reference)" if skipped else ""
     overflows = sum(r.cpu_overflows for r in report.results)
     if overflows:  # try's rule: the body gives the float64 value where CPU overflows in an intermediate
         extra += f"; matches CPU except where CPU overflows in an intermediate: {overflows} cases"
-    return BodyCheck(True, "", Note("info", f"{op}: checked: {matched} values match torch's CPU op{extra}"))
+    return _kept("passed", "", f"{op}: checked: {matched} values match torch's CPU op{extra}")
+
+
+def _kept(verdict: str, why: str, note: str) -> dict:
+    return {"verdict": verdict, "why": why, "note": note}
+
+
+def _torch_version() -> str:
+    spec = importlib.util.find_spec("torch")
+    version = Path(spec.origin).parent / "version.py" if spec and spec.origin else None
+    return version.read_text(encoding="utf-8") if version is not None and version.is_file() else "torch"
 
 
 def _failure(result) -> str:

@@ -56,3 +56,18 @@ def migrate_refusal(checkout: Checkout, op: str, base: Views | None = None, temp
         if base is not None:
             base.keep_unedited(views)
     return None
+
+
+def accepting_command(checkout: Checkout, op: str):
+    """(`mpsgen new-op OP` or `mpsgen migrate OP`, whichever would complete for the op as it stands,
+    both planned in memory, else None; and when neither would, the refusal that matters: migrate's
+    for an op with an MPS kernel of its own, new-op's otherwise). mpsgen suggests only commands it
+    would accept."""
+    refusals = {}
+    for mode in ("new-op", "migrate"):
+        refusal = migrate_refusal(checkout, op, mode=mode)
+        if refusal is None:
+            return f"mpsgen {mode} {op}", None
+        refusals[mode] = refusal
+    pointing_elsewhere = "`mpsgen migrate" in (refusals["new-op"].hint or "")
+    return None, refusals["migrate"] if pointing_elsewhere else refusals["new-op"]

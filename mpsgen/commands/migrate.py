@@ -43,3 +43,15 @@ def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options) -> 
                 per_op[op] = replace(per_op[op], rejected=per_op[op].rejected + ((kernels[op].source, check.why),))
         if not failed:
             return replace(plan, notes=plan.notes + tuple(dict.fromkeys(notes)))
+
+
+def body_turned_down(checkout: Checkout, op: str) -> str:
+    """Why `mpsgen migrate OP` (no options) would not write the body a source derived for it, as the
+    check before writing says it ("...'s body ... not written: try failed: ..."), else "" (written, or
+    not checked here: no g++ or torch). `scan` calls an op with a derived body ready only when its
+    body would be written."""
+    plan = plan_migrate(checkout, (op,), Options())
+    turned = [n.message.split(": ", 1)[1] for n in plan.notes if n.message.startswith(f"{op}: body from ")
+              and " not written: " in n.message]
+    written = any(n.message.startswith(f"{op}: checked: ") for n in plan.notes)
+    return "" if written or not turned else turned[-1]

@@ -52,6 +52,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from mpsgen.commands.confirm import migrate_refusal
+from mpsgen.commands.migrate import body_turned_down
 from mpsgen.edit.pipeline import choose_body
 from mpsgen.edit.params import params_candidate
 from mpsgen.edit.templates import Templates
@@ -359,6 +360,10 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
         if refusal is not None:  # the body is there, but not for every dtype the tests expect
             return Candidate("expr", f"supported stub signature, body from {derived}, but migrate refuses it: "
                                      f"{refusal}: pass --expr{graph}")
+        turned_down = body_turned_down(views.checkout, op)
+        if turned_down:  # migrate runs a derived body through try before writing it: so does "ready"
+            return Candidate("expr", f"supported stub signature, body from {derived}, but {turned_down}: "
+                                     f"pass --expr{graph}")
         return Candidate("ready", f"supported stub signature, body from {derived}{graph}")
     if entry is not None and alpha:
         why = "the stub takes a Scalar alpha, which the catalog body does not"
@@ -383,21 +388,6 @@ def derived_body(views: Views, op: str, mode: str) -> tuple[str | None, str]:
     lacked = "".join(f"; {a.source}: {a.reason}" for a in body.answers
                      if a.source not in ("catalog", "expr") and isinstance(a, NoBody))
     return None, lacked
-
-
-def accepting_command(checkout: Checkout, op: str):
-    """(`mpsgen new-op OP` or `mpsgen migrate OP`, whichever would complete for the op as it stands,
-    both planned in memory, else None; and when neither would, the refusal that matters: migrate's
-    for an op with an MPS kernel of its own, new-op's otherwise). mpsgen suggests only commands it
-    would accept."""
-    refusals = {}
-    for mode in ("new-op", "migrate"):
-        refusal = migrate_refusal(checkout, op, mode=mode)
-        if refusal is None:
-            return f"mpsgen {mode} {op}", None
-        refusals[mode] = refusal
-    pointing_elsewhere = "`mpsgen migrate" in (refusals["new-op"].hint or "")
-    return None, refusals["migrate"] if pointing_elsewhere else refusals["new-op"]
 
 
 def _templates(views):

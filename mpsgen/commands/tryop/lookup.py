@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mpsgen.commands.scan import accepting_command
+from mpsgen.commands.confirm import accepting_command
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.perdevice import per_device_sites
