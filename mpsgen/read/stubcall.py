@@ -71,17 +71,11 @@ def read_stub_call(texts, functions: tuple[str, ...], stub: str) -> StubCall | N
 
 
 def _call_in(text: str, rel: str, d, stub: str) -> StubCall | None:
-    masked = mask_code(text)
-    code = masked[d.code_start : d.code_end]
-    brace = code.find("{")
-    head_open = code.find("(", code.find(d.name) + len(d.name)) if d.kind == "function" else code.find("(", code.find(")") + 1)
-    if brace < 0 or head_open < 0:
+    parts = function_parts(text, d)
+    if parts is None:
         return None
-    head_close = match_brace(masked, d.code_start + head_open)
-    parameters = tuple(_parameter(p) for p in split_top_level(text[d.code_start + head_open + 1 : head_close],
-                                                                "(<[", ")>]") if p.strip())
-    body_start = d.code_start + brace
-    body_end = match_brace(masked, body_start)
+    parameters, body_start, body_end = parts
+    masked = mask_code(text)
     for m in re.finditer(rf"\b{re.escape(stub)}\b", masked[body_start:body_end]):
         at = body_start + m.start()
         after = masked[at + len(stub) :].lstrip()
