@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -203,3 +204,11 @@ def applies_its_diff_then_changes_nothing(tmp_path: Path, args: list[str]) -> Pa
     assert again.stdout == ""
     assert snapshot(root) == after
     return root
+
+
+def git_apply_gives(tmp_path: Path, diff: str, after: dict[str, bytes]) -> None:
+    """`git apply` of a --dry-run diff on a fresh copy of the miniature gives exactly `after` (a snapshot)."""
+    other = copy_checkout(tmp_path / "other")
+    subprocess.run(["git", "apply", "--unsafe-paths", f"--directory={other.name}", "-"], input=diff.encode(),
+                   cwd=other.parent, check=True)
+    assert snapshot(other) == after

@@ -99,7 +99,7 @@ CASES = {
                                        ["migrate", "asin"]),
     # (relu's shared function calls at::clamp_min, which MPS serves: it migrates now)
     "shared-function-calls-an-unserved-stub": (
-        lambda r: rf"aten/src/ATen/native/Activation.cpp:\d+: threshold_backward's shared function threshold_backward_out "
+        lambda r: r"aten/src/ATen/native/Activation.cpp:\d+: threshold_backward's shared function threshold_backward_out "
                   r"calls what MPS does not serve yet: threshold_stub, threshold's stub",
         ["migrate", "threshold_backward"]),
     "unknown-stub": (lambda r: r"--stub hypot_stb: no such DECLARE_DISPATCH .*\(did you mean: hypot_stub, ",

@@ -62,7 +62,7 @@ def test_logical_ops_get_the_cpu_body_with_complex_and_pass_try(real_checkout_ol
     plan = plan_migrate(Checkout(root), (op,), Options())
     notes = [n.message for n in plan.notes]
     assert any(re.fullmatch(rf"{op}: checked: \d+ values match torch's CPU op", n) for n in notes), notes
-    assert any(n.startswith(f"body: from aten/src/ATen/native/cpu/LogicalOpsKernel.cpp:") for n in notes), notes
+    assert any(n.startswith("body: from aten/src/ATen/native/cpu/LogicalOpsKernel.cpp:") for n in notes), notes
     kernel = next(e for e in plan.edits if e.path.endswith("BinaryKernel.metal"))
     added = [line for line in kernel.after.splitlines() if line not in kernel.before.splitlines()]
     assert f"REGISTER_BINARY_OP({op}, float2, bool);" in added and f"REGISTER_BINARY_OP({op}, half2, bool);" in added

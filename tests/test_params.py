@@ -4,11 +4,10 @@ exec_*_kernel_with_params; exact diffs on the miniature checkout, idempotency, r
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
-from support import assert_golden, changed_files, copy_checkout, run_cli, snapshot
+from support import assert_golden, changed_files, copy_checkout, git_apply_gives, run_cli, snapshot
 
 KERNELS = "aten/src/ATen/native/mps/kernels"
 OPERATIONS = "aten/src/ATen/native/mps/operations"
@@ -45,10 +44,7 @@ def test_apply_equals_git_apply_of_the_diff_and_second_run_changes_nothing(tmp_p
     assert changed_files(before, after) == {
         line.split(" b/")[1] for line in diff.splitlines() if line.startswith("diff --git ")
     }
-    other = copy_checkout(tmp_path / "other")
-    subprocess.run(["git", "apply", "--unsafe-paths", f"--directory={other.name}", "-"], input=diff.encode(),
-                   cwd=other.parent, check=True)
-    assert snapshot(other) == after
+    git_apply_gives(tmp_path, diff, after)
     again = run_cli(["-C", str(root), "migrate", *CASES[case]])
     assert again.exit_code == 0, again.stderr
     assert snapshot(root) == after

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pcpp
 import tree_sitter
@@ -152,7 +152,7 @@ def expand(text: str, definitions: list[Definition], item: Definition) -> tuple[
 
 def _params(code: str) -> tuple[list[tuple[str, str]], str, int]:
     """(type, name) of the function's parameters, its return type text and the offset of its body's `{`."""
-    depth, i = 0, 0
+    i = 0
     close = -1
     while i < len(code):
         c = code[i]
