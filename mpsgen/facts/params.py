@@ -3,6 +3,7 @@ stub and the schema (`ParamsSpec`), and whether the checkout can launch it."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -76,32 +77,39 @@ def checkout_enums(ws: Texts) -> dict[str, EnumType]:
     checkout = getattr(ws, "checkout", ws)
     found: dict[str, EnumType] = {}
     for rel in checkout.glob(NATIVE_DIR, "*.h"):
-        text = ws.read(rel)
-        if "enum" not in text:
-            continue
-        masked = mask_code(text)
-        for m in _ENUM.finditer(masked):
-            value, enumerators = -1, []
-            for item in m.group(2).split(","):
-                item = item.strip()
-                if not item:
-                    continue
-                name, _, given = item.partition("=")
-                value = int(given.strip(), 0) if given.strip() else value + 1
-                enumerators.append((name.strip(), value))
-            helper, strings = "", ()
-            fn = re.search(rf"\b{m.group(1)}\s+(\w+)\s*\([^)]*string[^)]*\)\s*\{{", masked)
-            if fn:
-                close = match_brace(masked, fn.end() - 1)
-                body = text[fn.end() : close]
-                pairs = re.findall(rf'"([^"]*)"\s*\)\s*\{{?\s*return\s+{m.group(1)}::(\w+)', body)
-                helper, strings = fn.group(1), tuple(pairs)
-            line = masked.count("\n", 0, m.start()) + 1
-            enum = EnumType(m.group(1), tuple(enumerators), Location(rel, line), helper, strings)
-            if m.group(1) not in found or (strings and not found[m.group(1)].strings):
+        for enum in _header_enums(rel, ws.read(rel)):
+            if enum.name not in found or (enum.strings and not found[enum.name].strings):
                 # a header that only declares the string helper (2.13's Activation.h) yields to one defining it
-                found[m.group(1)] = enum
+                found[enum.name] = enum
     return found
+
+
+@functools.lru_cache(maxsize=512)
+def _header_enums(rel: str, text: str) -> tuple[EnumType, ...]:
+    """The `enum class`es of one header's text (kept by text: every candidate of a scan asks again)."""
+    if "enum" not in text:
+        return ()
+    masked = mask_code(text)
+    enums = []
+    for m in _ENUM.finditer(masked):
+        value, enumerators = -1, []
+        for item in m.group(2).split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, _, given = item.partition("=")
+            value = int(given.strip(), 0) if given.strip() else value + 1
+            enumerators.append((name.strip(), value))
+        helper, strings = "", ()
+        fn = re.search(rf"\b{m.group(1)}\s+(\w+)\s*\([^)]*string[^)]*\)\s*\{{", masked)
+        if fn:
+            close = match_brace(masked, fn.end() - 1)
+            body = text[fn.end() : close]
+            pairs = re.findall(rf'"([^"]*)"\s*\)\s*\{{?\s*return\s+{m.group(1)}::(\w+)', body)
+            helper, strings = fn.group(1), tuple(pairs)
+        line = masked.count("\n", 0, m.start()) + 1
+        enums.append(EnumType(m.group(1), tuple(enumerators), Location(rel, line), helper, strings))
+    return tuple(enums)
 
 
 @dataclass(frozen=True)

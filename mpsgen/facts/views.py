@@ -14,6 +14,7 @@ commands live in `mpsgen.facts.resolve`, the dtype and test-list rules in `mpsge
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -851,6 +852,7 @@ def cpu_functions(entries) -> list[str]:
 _GENERIC_WORDS = frozenset({"loss", "kernel"})
 
 
+@functools.lru_cache(maxsize=4096)
 def name_words(name: str) -> tuple[str, ...]:
     """`mse_loss` -> (mse,); `GeluBackwardKernel` -> (gelu, backward); `smooth_l1_stub` -> (smooth, l1)."""
     stem = name[: -len("_stub")] if name.endswith("_stub") else name
