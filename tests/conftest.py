@@ -39,10 +39,17 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_index_cache(tmp_path_factory: pytest.TempPathFactory):
-    """mpsgen's index cache and state directory (mpsgen.read.cache) in directories of this session, never the user's; set in
-    the environment so the CLI run as a subprocess uses it too."""
+    """mpsgen's index cache and state directory (mpsgen.read.cache) in directories of this run, never the user's; set in
+    the environment so the CLI run as a subprocess uses it too. The parallel workers of one run share the cache, as
+    the processes of one user do (what it keeps is keyed by content and written by rename): a scan's body checks
+    are paid once a run, not once a worker. A test of the cache itself sets its own."""
     previous = {name: os.environ.get(name) for name in ("MPSGEN_CACHE_DIR", "MPSGEN_STATE_DIR")}
-    os.environ["MPSGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("mpsgen-cache"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' base temp directories share a parent of this run's
+        shared = tmp_path_factory.getbasetemp().parent / "mpsgen-cache"
+        shared.mkdir(exist_ok=True)
+        os.environ["MPSGEN_CACHE_DIR"] = str(shared)
+    else:
+        os.environ["MPSGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("mpsgen-cache"))
     os.environ["MPSGEN_STATE_DIR"] = str(tmp_path_factory.mktemp("mpsgen-state"))  # verify's logs
     yield
     for name, value in previous.items():
