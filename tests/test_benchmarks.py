@@ -35,6 +35,7 @@ def _script(args: list[str], tmp_path: Path, **env: str) -> subprocess.Completed
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.heavy  # every command of the table run cold and warm (~9 s, the suite's slowest): CI runs it
 def test_run_on_a_checkout_as_it_is_times_every_command_and_writes_nothing_there(tmp_path):
     root = copy_checkout(tmp_path)
     before = every_file(root)
