@@ -190,10 +190,16 @@ def test_without_torch_or_a_compiler_the_plan_says_not_checked(tmp_path, monkeyp
 
 
 def test_body_is_refused_where_the_sources_do_not_apply(tmp_path):
+    # a params op (several scalars in a struct): c10 and graph read no params struct
     root = copy_checkout(tmp_path)
-    result = run_cli(["-C", str(root), "migrate", "softplus", "--body", "cpu", "--dry-run"])
+    result = run_cli(["-C", str(root), "migrate", "softplus", "--body", "graph", "--dry-run"])
     assert result.exit_code == 2
-    assert "--body cpu: softplus is a params kernel (several scalars)" in result.stderr
+    assert ("--body graph: no body for softplus: the graph source reads no params struct: softplus's 2 scalars are "
+            "not mapped onto its fields") in result.stderr
+    result = run_cli(["-C", str(root), "migrate", "softplus", "--body", "c10", "--dry-run"])
+    assert result.exit_code == 2
+    assert "--body c10: no body for softplus: softplus's stub passes 2 scalars, which no c10::metal function takes" \
+        in result.stderr
 
 
 @needs_try

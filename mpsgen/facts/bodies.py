@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mpsgen.facts.bodyoffer import BodyOffer, NoBody
 from mpsgen.facts.catalog import CATALOG_PATH, _table_line, lookup
 from mpsgen.facts.graphbody import graph_body
 from mpsgen.facts.rules import promotes_int_to_float
-from mpsgen.facts.translate import Untranslatable, translate_function, translate_lambda
+from mpsgen.facts.translate import ParamRead, Untranslatable, translate_function, translate_lambda
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.c10lib import function_sites
@@ -76,6 +76,8 @@ class BodyRequest:
     expr: str | None = None
     namespaces: NamespacePrefixes = field(default_factory=NamespacePrefixes)
     c10_functions: frozenset[str] = frozenset()
+    # a params op (several scalars in a struct): its fields as (name, kind), in the stub's order
+    params: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,9 @@ class C10Source:
     name = "c10"
 
     def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
+        if request.params is not None:
+            return NoBody(self.name, f"{request.op}'s stub passes {len(request.params)} scalars, which no c10::metal "
+                                     "function takes")
         if request.alpha:
             return NoBody(self.name, f"{request.op}'s stub passes a scalar, which no c10::metal function takes")
         sites = function_sites(request.views.ws)
@@ -158,11 +163,20 @@ class CpuSource:
             if not lambdas:
                 return NoBody(self.name, f"{function} hands no lambda to cpu_kernel or cpu_kernel_vec",
                               Location(rel, line))
-            if request.alpha:
+            if request.alpha and request.params is None:
                 return NoBody(self.name, f"{request.op}'s stub passes a scalar to {function}: the lambda's captured "
                                          "values are not translated", Location(rel, lambdas[0].line))
             chosen = _choose(lambdas)
-            return _translate(request, kernels, rel, chosen)
+            reads = None
+            if request.params is not None:
+                if len(chosen.kernel_params) != len(request.params):
+                    return NoBody(self.name, f"{function} takes {len(chosen.kernel_params)} scalars, the params struct "
+                                             f"{len(request.params)}", Location(rel, chosen.line))
+                reads = tuple(ParamRead(name, f, k) for name, (f, k) in zip(chosen.kernel_params, request.params))
+            offer = _translate(request, kernels, rel, chosen, reads)
+            if isinstance(offer, BodyOffer) and "integer" not in offer.supports and reads is None:
+                offer = _with_integer_lambda(request, kernels, rel, lambdas, offer)
+            return offer
         return NoBody(self.name, f"no REGISTER_DISPATCH({stub.name}, ...) in {', '.join(files)}")
 
 
@@ -175,6 +189,9 @@ class GraphSource:
         self.graph_body = graph_body
 
     def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
+        if request.params is not None:
+            return NoBody(self.name, f"the graph source reads no params struct: {request.op}'s "
+                                     f"{len(request.params)} scalars are not mapped onto its fields")
         if self.graph_body is None:
             return NoBody(self.name, "the MPSGraph source (mpsgen.facts.graphbody) is not part of this build")
         answer = self.graph_body(request.views, request.facts)
@@ -274,6 +291,21 @@ def _choose(lambdas: tuple[ScalarLambda, ...]) -> ScalarLambda:
     return lambdas[0]
 
 
+def _with_integer_lambda(request: BodyRequest, kernels: CpuKernels, rel: str, lambdas, offer: BodyOffer) -> BodyOffer:
+    """The offer with the integer group added where the kernel has a lambda of its own for the
+    integral types (`AT_DISPATCH_INTEGRAL_TYPES`, e.g. fmod's `x % d`) that translates as one
+    expression; an int2float op's integers take the float lambda already."""
+    if "int2float" in offer.supports:
+        return offer
+    for lam in lambdas:
+        if _covers(lam) != {"integer"} or lam.returns == "bool":
+            continue
+        other = _translate(request, kernels, rel, lam)
+        if isinstance(other, BodyOffer) and not other.helpers and other.output == offer.output:
+            return replace(offer, supports=offer.supports + ("integer",), integer_expr=other.expr)
+    return offer
+
+
 def _groups(request: BodyRequest, lam: ScalarLambda, truth: bool = False) -> tuple[str, ...]:
     """The dtype groups the lambda serves: its dispatch list's, complex only where the lambda reads
     its operands as truth values and writes bool (`a && b`: the functor's complex overload reads
@@ -293,7 +325,8 @@ def _groups(request: BodyRequest, lam: ScalarLambda, truth: bool = False) -> tup
     return tuple(groups)
 
 
-def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarLambda) -> BodyOffer | NoBody:
+def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarLambda,
+               reads: tuple[ParamRead, ...] | None = None) -> BodyOffer | NoBody:
     views = request.views
     # the headers it includes (transitively) the checkout has, then ATen/native's other headers: a
     # partial checkout (a wheel's headers) lacks some links of the chain the build follows
@@ -326,7 +359,7 @@ def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarL
                              f"({lam.dispatch.macro if lam.dispatch else 'no AT_DISPATCH list'})", location)
     try:
         translation = translate_lambda(kernels.source, lam, name=request.functor, operands=OPERANDS[request.arity],
-                                       **spelling)
+                                       params=reads, **spelling)
     except Untranslatable as exc:
         return NoBody("cpu", f"{lam.kernel}'s lambda: {exc.reason}", Location(rel, exc.line or lam.line))
     helpers: list[str] = []
@@ -352,5 +385,6 @@ def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarL
     # callees first: a helper goes after every helper it calls
     for _, texts in reversed(brought):
         helpers += texts
+    every = tuple(dict.fromkeys(tuple(helpers) + translation.helpers))  # a fallback helper once
     return BodyOffer("cpu", translation.expr, location, describe, "bool" if lam.returns == "bool" else "", groups,
-                     tuple(helpers) + translation.helpers, truth="complex" in groups)
+                     every, truth="complex" in groups, defaults=translation.defaults)
