@@ -72,8 +72,9 @@ def test_cpu_source_brings_the_helpers_along_callees_first():
 def test_cpu_source_groups_and_output_from_the_dispatch_list():
     assert resolve_body(_request("heaviside"), forced="cpu").chosen.supports == ("float", "integer", "bool")
     assert resolve_body(_request("atan2", "migrate"), forced="cpu").chosen.supports == ("float", "int2float")
-    fmod = resolve_body(_request("fmod", "migrate"), forced="cpu").chosen  # the float branch; ints raise on CPU
-    assert (fmod.expr, fmod.supports) == ("fmod(a, b)", ("float",))
+    # the float branch, and the integral one (its raising TORCH_CHECK dropped) for the integer group
+    fmod = resolve_body(_request("fmod", "migrate"), forced="cpu").chosen
+    assert (fmod.expr, fmod.supports, fmod.integer_expr) == ("fmod(a, b)", ("float", "integer"), "a % b")
 
 
 def test_cpu_source_refuses_a_helper_it_cannot_bring_naming_it():

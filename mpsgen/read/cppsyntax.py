@@ -282,23 +282,14 @@ def _literal_constants(source: Source, node: Syntax) -> tuple[tuple[str, str, st
     """The names a declaration statement gives a literal value (`const scalar_t three(3.0f);`,
     `const auto six = scalar_t(6);`): (name, type, literal); its type is the declared one, or for
     `auto` the type the literal is converted to."""
-    if node.kind != "declaration":
-        return ()
-    ptype = node.child("type")
-    declared = source.text_of(ptype).strip() if ptype is not None else ""
     found = []
-    for child in node.children:
-        if child.kind != "init_declarator":
-            continue
-        name, value = child.child("declarator"), child.child("value")
-        if name is None or value is None or name.kind != "identifier":
-            continue
+    for name, declared, value in _declarations(source, node):
         m = _LITERAL.fullmatch(source.text_of(value).strip())
         if m is None:
             continue
         kind = declared if declared not in ("auto", "") else (m.group(1) or "")
         if kind:
-            found.append((source.text_of(name), kind, m.group(2)))
+            found.append((name, kind, m.group(2)))
     return tuple(found)
 
 
