@@ -221,13 +221,13 @@ def render_functor(templates: Templates, body: Body, *, name: str, arity: int, a
     else:
         text = templates.render(
             "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
-            groups=groups, arity_word=ARITY_WORDS[arity], sources=_comment_lines(placeholder_comment(body.answers)),
+            groups=groups, arity_word=ARITY_WORDS[arity], sources=comment_lines(placeholder_comment(body.answers)),
             output=body.output, **spelling,
         )
     return FunctorChoice(body.source, text, groups)
 
 
-def _comment_lines(lines: tuple[str, ...]) -> tuple[str, ...]:
+def comment_lines(lines: tuple[str, ...]) -> tuple[str, ...]:
     """Each source's answer wrapped to fit 80 columns after `  //   ` (continuations indented), so
     clang-format has no comment to reflow into its neighbour."""
     out = []

@@ -29,6 +29,7 @@ from mpsgen.edit.functor import (
     Body,
     FunctorChoice,
     check_supported,
+    comment_lines,
     derived_helpers,
     fallback_notes,
     validate_expr,
@@ -36,7 +37,7 @@ from mpsgen.edit.functor import (
 from mpsgen.edit.kernel import KernelChoice
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.bodies import SOURCES, BodyRequest, resolve_body
+from mpsgen.facts.bodies import SOURCES, BodyRequest, placeholder_comment, resolve_body
 from mpsgen.facts.bodyoffer import NoBody
 from mpsgen.facts.catalog import lookup
 from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec
@@ -337,7 +338,8 @@ def render_params_functor(templates, body, *, name: str, params: ParamsSpec, exp
     else:
         text = templates.render("params_functor_placeholder.metal.j2", name=name, operands=operands,
                                 struct=params.struct, fields=params.fields, groups=groups,
-                                arity_word=ARITY_WORDS[params.arity], **spelling)
+                                arity_word=ARITY_WORDS[params.arity],
+                                sources=comment_lines(placeholder_comment(body.answers)), **spelling)
     return FunctorChoice(body.source, text, groups)
 
 
@@ -425,6 +427,11 @@ def choose_params_kernel(views, templates, spec, options):
                         body=body if body.derived else None)
 
 
+def _enumerators(field) -> tuple[tuple[str, int], ...]:
+    """An enum field's enumerators as a body source compares them (`GeluType::Tanh`, 1)."""
+    return tuple((f"{field.enum.name}::{e}", v) for e, v in field.enum.enumerators) if field.enum is not None else ()
+
+
 # the sources a params op's body may come from besides the catalog and --expr (asked first, above)
 DERIVED_SOURCES = tuple(source for source in SOURCES if source.name not in ("expr", "catalog"))
 
@@ -437,7 +444,7 @@ def derived_params_body(views, spec, options, params: ParamsSpec, fallback: Body
     request = BodyRequest(views, spec.facts, spec.op, spec.functor, params.arity, False,
                           namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)),
                           c10_functions=checkout_functions(views.ws, disk_cache=views.disk_cache),
-                          params=tuple((f.name, f.kind) for f in params.fields))
+                          params=tuple((f.name, f.kind, _enumerators(f)) for f in params.fields))
     resolution = resolve_body(request, forced=options.body, rejected=dict(options.rejected), sources=DERIVED_SOURCES)
     chosen = resolution.chosen
     if chosen is None:
@@ -447,7 +454,8 @@ def derived_params_body(views, spec, options, params: ParamsSpec, fallback: Body
             raise MpsgenError(f"--body {options.body}: no body for {spec.op}: {reason}",
                               location=getattr(answer, "location", None),
                               hint="choose another source with --body, or write one with --expr")
-        return replace(fallback, answers=resolution.answers)
+        catalog = NoBody("catalog", f"mpsgen's catalog has no {spec.op} body reading a params struct")
+        return replace(fallback, answers=(catalog,) + resolution.answers)
     validate_expr(chosen.expr, OPERANDS[params.arity], extra=params.expr_names + ("params",))
     supports = tuple(g for g in chosen.supports if g in CATALOG_PARAMS_GROUPS) or ("float",)
     if options.dtypes is not None:

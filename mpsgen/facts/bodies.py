@@ -76,8 +76,9 @@ class BodyRequest:
     expr: str | None = None
     namespaces: NamespacePrefixes = field(default_factory=NamespacePrefixes)
     c10_functions: frozenset[str] = frozenset()
-    # a params op (several scalars in a struct): its fields as (name, kind), in the stub's order
-    params: tuple[tuple[str, str], ...] | None = None
+    # a params op (several scalars in a struct): its fields as (name, kind, enumerators), in the
+    # stub's order; an enum field's enumerators as (`GeluType::Tanh`, its value)
+    params: tuple[tuple[str, str, tuple[tuple[str, int], ...]], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,10 @@ class CpuSource:
                 if len(chosen.kernel_params) != len(request.params):
                     return NoBody(self.name, f"{function} takes {len(chosen.kernel_params)} scalars, the params struct "
                                              f"{len(request.params)}", Location(rel, chosen.line))
-                reads = tuple(ParamRead(name, f, k) for name, (f, k) in zip(chosen.kernel_params, request.params))
+                reads = tuple(ParamRead(name, f, k) for name, (f, k, _) in zip(chosen.kernel_params, request.params))
+                branch = _enum_branch(request, lambdas, reads)
+                if branch is not None:
+                    return _translate_branches(request, kernels, rel, reads, *branch)
             offer = _translate(request, kernels, rel, chosen, reads)
             if isinstance(offer, BodyOffer) and "integer" not in offer.supports and reads is None:
                 offer = _with_integer_lambda(request, kernels, rel, lambdas, offer)
@@ -289,6 +293,52 @@ def _choose(lambdas: tuple[ScalarLambda, ...]) -> ScalarLambda:
         if "float" in _covers(lam):
             return lam
     return lambdas[0]
+
+
+_ENUM_CONDITION = re.compile(r"!?\(\s*(\w+)\s*==\s*([\w:]+)\s*\)")
+
+
+def _enum_branch(request: BodyRequest, lambdas, reads: tuple[ParamRead, ...]):
+    """Where the kernel branches on one of its enum scalars (`if (approximate == GeluType::Tanh)`):
+    (the field, the enumerator's value, the lambdas of that branch, those of the other), else None."""
+    enums = {name: dict(enumerators) for name, kind, enumerators in request.params if kind == "enum"}
+    by_param = {r.name: r for r in reads}
+    for lam in lambdas:
+        for condition in lam.conditions:
+            m = _ENUM_CONDITION.fullmatch(condition)
+            if not m or m.group(1) not in by_param or by_param[m.group(1)].field not in enums:
+                continue
+            read = by_param[m.group(1)]
+            values = enums[read.field]
+            if m.group(2) not in values:
+                continue
+            plain = condition.lstrip("!")
+            then = tuple(l for l in lambdas if plain in l.conditions)
+            other = tuple(l for l in lambdas if "!" + plain in l.conditions)
+            if then and other:
+                return read, m.group(2), values[m.group(2)], then, other
+    return None
+
+
+def _translate_branches(request: BodyRequest, kernels: CpuKernels, rel: str, reads, read: ParamRead, enumerator: str,
+                        value: int, then, other) -> BodyOffer | NoBody:
+    """One body selecting per element on the enum field: `(approximate == 1) ? (tanh form) : (erf
+    form)`, each branch the lambda that branch hands cpu_kernel for float32 (named apart)."""
+    suffix = enumerator.split("::")[-1].lower()
+    first = _translate(replace(request, functor=f"{request.functor}_{suffix}"), kernels, rel, _choose(then), reads)
+    second = _translate(request, kernels, rel, _choose(other), reads)
+    for offer in (first, second):
+        if isinstance(offer, NoBody):
+            return NoBody("cpu", f"{offer.reason} (the branch {'where' if offer is first else 'unless'} "
+                                 f"{read.field} is {enumerator})", offer.location)
+    supports = tuple(g for g in first.supports if g in second.supports)
+    if not supports or first.output != second.output:
+        return NoBody("cpu", f"the branches on {read.field} serve different dtypes or outputs", first.location)
+    expr = f"({read.field} == {value}) ? ({first.expr}) : ({second.expr})"
+    helpers = tuple(dict.fromkeys(first.helpers + second.helpers))
+    defaults = tuple(dict.fromkeys(first.defaults + second.defaults))
+    describe = f"{request.op}'s CPU kernel, both branches on {read.field} ({enumerator} or not)"
+    return BodyOffer("cpu", expr, first.location, describe, first.output, supports, helpers, defaults=defaults)
 
 
 def _with_integer_lambda(request: BodyRequest, kernels: CpuKernels, rel: str, lambdas, offer: BodyOffer) -> BodyOffer:

@@ -11,6 +11,7 @@ Every rule is a row of data, each with its test (tests/test_translate.py):
 - `NAMES`: qualified names that are not calls: a prefix spelled anew (`std::numeric_limits` ->
   `{m}numeric_limits`), or a template variable (`c10::pi<T>` -> `static_cast<T>(M_PI_F)`, `{t}`
   being its template argument).
+- `CONSTANTS`: <cmath>'s math macros (`M_SQRT2`) as Metal's float ones (`M_SQRT2_F`).
 - `TYPES`: types Metal spells otherwise (`opmath_t` and `double` -> `float`: Metal has no double,
   and MPS kernels compute half and bfloat in float, as CPU's opmath does).
 - `REFUSED`: calls with no Metal meaning (a kernel cannot raise: `TORCH_CHECK`).
@@ -63,6 +64,12 @@ NAMES: dict[str, str] = {
     "c10::pi": "static_cast<{t}>(M_PI_F)",
     "c10::frac_sqrt_2": "static_cast<{t}>(M_SQRT1_2_F)",
     "c10::ln_2": "static_cast<{t}>(M_LN2_F)",
+}
+# the math macros of <cmath> (double) as Metal's float constants
+CONSTANTS: dict[str, str] = {
+    "M_E": "M_E_F", "M_LOG2E": "M_LOG2E_F", "M_LOG10E": "M_LOG10E_F", "M_LN2": "M_LN2_F", "M_LN10": "M_LN10_F",
+    "M_PI": "M_PI_F", "M_PI_2": "M_PI_2_F", "M_PI_4": "M_PI_4_F", "M_1_PI": "M_1_PI_F", "M_2_PI": "M_2_PI_F",
+    "M_2_SQRTPI": "M_2_SQRTPI_F", "M_SQRT2": "M_SQRT2_F", "M_SQRT1_2": "M_SQRT1_2_F",
 }
 TYPES: dict[str, str] = {"opmath_t": "float", "double": "float", "long double": "float"}
 REFUSED: dict[str, str] = {
@@ -166,6 +173,8 @@ def _emit(source: Source, node: Syntax, s: _Spelling) -> str:
         return s.nodes[(node.start, node.end, kind)]
     if kind == "identifier" and (node.start, node.end) in s.renames:
         return s.renames[(node.start, node.end)]
+    if kind == "identifier" and source.text_of(node) in CONSTANTS and node.field != "declarator":
+        return CONSTANTS[source.text_of(node)]
     if kind == "comment":
         return ""
     if kind in ("ERROR", "MISSING"):
@@ -247,7 +256,9 @@ def _call(source: Source, node: Syntax, s: _Spelling) -> str:
             return spelled + _emit(source, node.child("arguments"), s)
         return _qualified(source, callee, s, call=True) + _emit(source, node.child("arguments"), s)
     if callee.kind == "identifier":
-        if name in s.locals or name in ("scalar_t", "T", "self_t") or name in TYPES:
+        if name in TYPES:  # a functional cast to a type Metal spells otherwise: opmath_t(x)
+            return TYPES[name] + _emit(source, node.child("arguments"), s)
+        if name in s.locals or name in ("scalar_t", "T", "self_t"):
             return _children(source, node, s)  # a local callable, or a functional cast: scalar_t(1)
         if name in BARE_FUNCTIONS:
             return s.spell(BARE_FUNCTIONS[name]) + _emit(source, node.child("arguments"), s)

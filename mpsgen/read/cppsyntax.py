@@ -156,6 +156,8 @@ class ScalarLambda:
     # the kernel function's parameter names after the iterator (`beta_`, `threshold_`): the
     # stub's scalars as the kernel names them
     kernel_params: tuple[str, ...] = ()
+    # every `if` branch it stands in, outermost first (as `condition`: "!" prefixed for an else)
+    conditions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -238,10 +240,11 @@ def _lambdas_in(kernels: CpuKernels, function: str, definition: Syntax) -> list[
     found = []
     kernel_params = _parameter_names(source, definition)[1:]
 
-    def visit(node: Syntax, dispatch: Dispatch | None, condition: str, consts: tuple = (), scope: tuple = ()) -> None:
+    def visit(node: Syntax, dispatch: Dispatch | None, condition: str, consts: tuple = (), scope: tuple = (),
+              chain: tuple = ()) -> None:
         if node.kind == "compound_statement":
             for child in node.children:
-                visit(child, dispatch, condition, consts, scope)
+                visit(child, dispatch, condition, consts, scope, chain)
                 consts = consts + _literal_constants(source, child)
                 scope = scope + _declarations(source, child)
             return
@@ -255,21 +258,22 @@ def _lambdas_in(kernels: CpuKernels, function: str, definition: Syntax) -> list[
                 first = next((a for a in args.children if a.kind == "lambda_expression"), None)
                 if first is not None:
                     found.append(replace(_scalar_lambda(source, function, first, dispatch, condition),
-                                         constants=consts, scope=scope, kernel_params=kernel_params))
+                                         constants=consts, scope=scope, kernel_params=kernel_params,
+                                         conditions=chain))
                 return
         if node.kind == "if_statement":
             cond = node.child("condition")
             text = " ".join(source.text_of(cond).split()) if cond is not None else ""
             for child in node.children:
                 if child.field == "consequence":
-                    visit(child, dispatch, text, consts, scope)
+                    visit(child, dispatch, text, consts, scope, chain + (text,))
                 elif child.field == "alternative":
-                    visit(child, dispatch, "!" + text, consts, scope)
+                    visit(child, dispatch, "!" + text, consts, scope, chain + ("!" + text,))
                 else:
-                    visit(child, dispatch, condition, consts, scope)
+                    visit(child, dispatch, condition, consts, scope, chain)
             return
         for child in node.children:
-            visit(child, dispatch, condition, consts, scope)
+            visit(child, dispatch, condition, consts, scope, chain)
 
     visit(definition, None, "")
     return found
