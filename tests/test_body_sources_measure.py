@@ -34,8 +34,9 @@ PASSING = {
     "fmod": {"cpu"},  # its integral-types lambda (TORCH_CHECK dropped) serves the integer group
     "mish_backward": {"cpu"},  # std::log1p through the local helper: this c10/metal has no log1p
     # params ops: the scalars the lambda captures read as the params struct's fields
-    "softplus": {"cpu"}, "softplus_backward": {"cpu"}, "threshold": {"cpu"}, "hardtanh_backward": {"cpu"},
-    "nan_to_num": {"cpu"},
+    # (graph: the graph names them as the schema does, as the fields are named)
+    "softplus": {"cpu", "graph"}, "softplus_backward": {"cpu", "graph"}, "threshold": {"cpu"},
+    "hardtanh_backward": {"cpu"}, "nan_to_num": {"cpu"},
 }
 CASES = [(op, source) for op in CATALOG for source in SOURCES]
 LOCAL = {"xlogy-c10", "hypot-cpu", "hypot-c10", "mish-graph", "hardswish-graph", "hardswish-cpu", "softplus-graph",

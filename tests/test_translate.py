@@ -280,3 +280,15 @@ def test_a_captured_value_the_host_computes_is_still_refused():
     with pytest.raises(Untranslatable) as caught:
         translate_lambda(kernels.source, kernels.lambdas("k")[0], name="op", operands=("x",), **SPELLING)
     assert caught.value.reason == "the lambda uses lo, a value the host computes (captured by [&])"
+
+
+@pytest.mark.parametrize("macro", sorted(translate.CONSTANTS))
+def test_math_macro_row(macro):
+    # <cmath>'s double macros are Metal's float constants (the host prelude defines the same names)
+    assert _translate(f"return a * {macro};", params="scalar_t a").expr == f"a * {translate.CONSTANTS[macro]}"
+
+
+def test_a_functional_cast_to_opmath_t_is_a_cast_to_float():
+    t = _translate("return static_cast<scalar_t>(opmath_t(a) * opmath_t(0.5));", params="scalar_t a")
+    assert t.expr == "op_scalar(a)"
+    assert "return static_cast<scalar_t>(float(a) * float(0.5));" in t.helpers[0]

@@ -427,7 +427,7 @@ def choose_params_kernel(views, templates, spec, options):
                         body=body if body.derived else None)
 
 
-def _enumerators(field) -> tuple[tuple[str, int], ...]:
+def field_enumerators(field) -> tuple[tuple[str, int], ...]:
     """An enum field's enumerators as a body source compares them (`GeluType::Tanh`, 1)."""
     return tuple((f"{field.enum.name}::{e}", v) for e, v in field.enum.enumerators) if field.enum is not None else ()
 
@@ -444,7 +444,7 @@ def derived_params_body(views, spec, options, params: ParamsSpec, fallback: Body
     request = BodyRequest(views, spec.facts, spec.op, spec.functor, params.arity, False,
                           namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)),
                           c10_functions=checkout_functions(views.ws, disk_cache=views.disk_cache),
-                          params=tuple((f.name, f.kind, _enumerators(f)) for f in params.fields))
+                          params=tuple((f.name, f.kind, field_enumerators(f)) for f in params.fields))
     resolution = resolve_body(request, forced=options.body, rejected=dict(options.rejected), sources=DERIVED_SOURCES)
     chosen = resolution.chosen
     if chosen is None:

@@ -121,8 +121,9 @@ class C10Source:
 
     def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
         if request.params is not None:
-            return NoBody(self.name, f"{request.op}'s stub passes {len(request.params)} scalars, which no c10::metal "
-                                     "function takes")
+            names = ", ".join(name for name, _, _ in request.params)
+            return NoBody(self.name, f"{request.op}'s stub passes scalars ({names}), which no c10::metal function "
+                                     "takes")
         if request.alpha:
             return NoBody(self.name, f"{request.op}'s stub passes a scalar, which no c10::metal function takes")
         sites = function_sites(request.views.ws)
@@ -193,15 +194,41 @@ class GraphSource:
         self.graph_body = graph_body
 
     def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
-        if request.params is not None:
-            return NoBody(self.name, f"the graph source reads no params struct: {request.op}'s "
-                                     f"{len(request.params)} scalars are not mapped onto its fields")
         if self.graph_body is None:
             return NoBody(self.name, "the MPSGraph source (mpsgen.facts.graphbody) is not part of this build")
         answer = self.graph_body(request.views, request.facts)
         if not isinstance(answer, (BodyOffer, NoBody)):
             return NoBody(self.name, f"the MPSGraph source answered {type(answer).__name__}, not an offer")
+        if request.params is not None and isinstance(answer, BodyOffer):
+            # the graph names the op's scalars as the schema does, which the params struct's fields are
+            # named after: a body reading only those (and the operands) reads the struct
+            fields = {name for name, _, _ in request.params}
+            unmapped = [n for n in _value_names(answer.expr) if n not in fields and n not in OPERANDS[request.arity]]
+            if unmapped:
+                return NoBody(self.name, f"{answer.describe} gives {answer.expr}, whose {', '.join(unmapped)} is no "
+                                         f"field of the params struct ({', '.join(sorted(fields))})", answer.location)
+            if answer.integer_expr or "int2float" in answer.supports:
+                return replace(answer, supports=tuple(g for g in answer.supports if g != "int2float"))
         return answer
+
+
+_VALUE_NAME = re.compile(r"(?<![\w.:])([A-Za-z_]\w*)\b(?!\s*[(<:])")
+_NOT_VALUES = frozenset({"true", "false", "float", "half", "bool", "int", "long", "short", "char", "uchar", "bfloat",
+                         "T", "scalar_t", "INFINITY", "NAN", "const"})
+
+
+def _value_names(expr: str) -> list[str]:
+    """The names an expression reads as values (not calls, types, casts' types or members)."""
+    names = []
+    for m in _VALUE_NAME.finditer(expr):
+        name = m.group(1)
+        if name in _NOT_VALUES or re.fullmatch(r"\d\w*", name) or name in names:
+            continue
+        before = expr[:m.start()].rstrip()
+        if before.endswith("<"):  # static_cast<float>(...)
+            continue
+        names.append(name)
+    return names
 
 
 SOURCES = (ExprSource(), CatalogSource(), C10Source(), CpuSource(), GraphSource(graph_body))

@@ -356,7 +356,7 @@ def translate_lambda(source: Source, lam, *, name: str, operands: tuple[str, ...
         if not re.search(r"\b(?:scalar_t|T)\b", expr):
             renamed = _rename(source, ret, dict(zip(lambda_params, operands)), s, constants)
             return Translation(" ".join(renamed.split()), tuple(s.fallbacks), tuple(s.needs),
-                               tuple(defaults.items()))
+                               _ordered(defaults, params))
     body = _emit(source, lam.body, s)
     free = _free_names(source, lam.body, set(lambda_params) | s.locals | set(constants))
     if free:
@@ -368,7 +368,12 @@ def translate_lambda(source: Source, lam, *, name: str, operands: tuple[str, ...
     helper = f"template <typename scalar_t>\ninline {returns} {name}_scalar({signature}) {_dedent(body)}\n"
     call = ", ".join(list(operands) + [r.field for r in used_fields])
     return Translation(f"{name}_scalar({call})", tuple(s.fallbacks) + (helper,), tuple(s.needs),
-                       tuple(defaults.items()))
+                       _ordered(defaults, params))
+
+
+def _ordered(defaults: dict[str, str], params: tuple[ParamRead, ...] | None) -> tuple[tuple[str, str], ...]:
+    """The defaults in the struct's field order."""
+    return tuple((r.field, defaults[r.field]) for r in params or () if r.field in defaults)
 
 
 def _captured_reads(source: Source, lam, params: tuple[ParamRead, ...], bound: set[str],
