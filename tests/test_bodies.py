@@ -313,7 +313,16 @@ def test_graph_source_serves_a_params_op_whose_graph_reads_only_its_fields():
     softplus = resolve_body(_params_request("softplus"), forced="graph").chosen
     assert softplus.expr == "(((x * beta) > threshold) ? x : (log(1.0f + exp((x * beta))) / beta))"
     assert bodies._value_names(softplus.expr) == ["x", "beta", "threshold"]
-    assert bodies._value_names("static_cast<bool>(signbit(static_cast<float>(x))) ? INFINITY : 1.0f") == ["x"]
+    assert bodies._value_names("static_cast<bool>(signbit(static_cast<float>(x))) ? INFINITY : M_PI_F") == ["x"]
+
+
+def test_graph_source_refuses_a_params_ops_graph_not_reading_its_enum():
+    # the miniature's gelu graph computes the erf form only (M_SQRT1_2 read as Metal's M_SQRT1_2_F)
+    answer = resolve_body(_params_request("gelu"), forced="graph").answers[0]
+    assert isinstance(answer, NoBody)
+    assert answer.reason.endswith("gives (x * ((c10::metal::erf((x * M_SQRT1_2_F)) + 1.0f) * 0.5f)), which reads no "
+                                  "approximate: "
+                                  "the graph computes one of its formulas only")
 
 
 @needs_try
@@ -336,8 +345,9 @@ def test_a_params_placeholder_quotes_every_sources_answer(tmp_path):
         "  //     function takes\n"
         "  //   cpu: no REGISTER_DISPATCH(GeluKernel, ...) in\n"
         "  //     aten/src/ATen/native/cpu/Activation.cpp\n"
-        "  //   graph: gelu_out_mps's graph uses [graph constantWithScalar:dataType:] of\n"
-        "  //     a value mpsgen cannot read at\n"
-        "  //     aten/src/ATen/native/mps/operations/Activation.mm:491: no Metal\n"
-        "  //     translation for it\n"
-        "  //     (aten/src/ATen/native/mps/operations/Activation.mm:491)\n")
+        "  //   graph: gelu's MPSGraph graph (gelu_out_mps); approximate_type is read as\n"
+        "  //     approximate (approximate_type = get_gelutype_enum(approximate) at\n"
+        "  //     aten/src/ATen/native/mps/operations/Activation.mm:509) gives (x *\n"
+        "  //     ((c10::metal::erf((x * M_SQRT1_2_F)) + 1.0f) * 0.5f)), which reads no\n"
+        "  //     approximate: the graph computes one of its formulas only\n"
+        "  //     (aten/src/ATen/native/mps/operations/Activation.mm:503)\n")

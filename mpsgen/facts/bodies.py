@@ -33,7 +33,7 @@ from mpsgen.facts.bodyoffer import BodyOffer, NoBody
 from mpsgen.facts.catalog import CATALOG_PATH, _table_line, lookup
 from mpsgen.facts.graphbody import graph_body
 from mpsgen.facts.rules import promotes_int_to_float
-from mpsgen.facts.translate import ParamRead, Untranslatable, translate_function, translate_lambda
+from mpsgen.facts.translate import CONSTANTS, ParamRead, Untranslatable, translate_function, translate_lambda
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.c10lib import function_sites
@@ -207,6 +207,10 @@ class GraphSource:
             if unmapped:
                 return NoBody(self.name, f"{answer.describe} gives {answer.expr}, whose {', '.join(unmapped)} is no "
                                          f"field of the params struct ({', '.join(sorted(fields))})", answer.location)
+            unread = [name for name, kind, _ in request.params if kind == "enum" and name not in _value_names(answer.expr)]
+            if unread:  # an enum chooses the formula: a graph not reading it computes one formula only
+                return NoBody(self.name, f"{answer.describe} gives {answer.expr}, which reads no {unread[0]}: the "
+                                         f"graph computes one of its formulas only", answer.location)
             if answer.integer_expr or "int2float" in answer.supports:
                 return replace(answer, supports=tuple(g for g in answer.supports if g != "int2float"))
         return answer
@@ -214,7 +218,7 @@ class GraphSource:
 
 _VALUE_NAME = re.compile(r"(?<![\w.:])([A-Za-z_]\w*)\b(?!\s*[(<:])")
 _NOT_VALUES = frozenset({"true", "false", "float", "half", "bool", "int", "long", "short", "char", "uchar", "bfloat",
-                         "T", "scalar_t", "INFINITY", "NAN", "const"})
+                         "T", "scalar_t", "INFINITY", "NAN", "const"}) | frozenset(CONSTANTS.values())
 
 
 def _value_names(expr: str) -> list[str]:
