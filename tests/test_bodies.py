@@ -72,8 +72,9 @@ def test_cpu_source_brings_the_helpers_along_callees_first():
 def test_cpu_source_groups_and_output_from_the_dispatch_list():
     assert resolve_body(_request("heaviside"), forced="cpu").chosen.supports == ("float", "integer", "bool")
     assert resolve_body(_request("atan2", "migrate"), forced="cpu").chosen.supports == ("float", "int2float")
-    fmod = resolve_body(_request("fmod", "migrate"), forced="cpu").chosen  # the float branch; ints raise on CPU
-    assert (fmod.expr, fmod.supports) == ("fmod(a, b)", ("float",))
+    # the float branch, and the integral one (its raising TORCH_CHECK dropped) for the integer group
+    fmod = resolve_body(_request("fmod", "migrate"), forced="cpu").chosen
+    assert (fmod.expr, fmod.supports, fmod.integer_expr) == ("fmod(a, b)", ("float", "integer"), "a % b")
 
 
 def test_cpu_source_refuses_a_helper_it_cannot_bring_naming_it():
@@ -190,10 +191,17 @@ def test_without_torch_or_a_compiler_the_plan_says_not_checked(tmp_path, monkeyp
 
 
 def test_body_is_refused_where_the_sources_do_not_apply(tmp_path):
+    # a params op (several scalars in a struct): c10 takes no scalars; threshold's graph reads self
+    # once where its iterator holds it twice (the operands a, b)
     root = copy_checkout(tmp_path)
-    result = run_cli(["-C", str(root), "migrate", "softplus", "--body", "cpu", "--dry-run"])
+    result = run_cli(["-C", str(root), "migrate", "threshold", "--body", "graph", "--dry-run"])
     assert result.exit_code == 2
-    assert "--body cpu: softplus is a params kernel (several scalars)" in result.stderr
+    assert ("--body graph: no body for threshold: threshold's MPSGraph graph (threshold_out_mps) gives ((x > "
+            "threshold) ? x : value), whose x is no field of the params struct (threshold, value)") in result.stderr
+    result = run_cli(["-C", str(root), "migrate", "softplus", "--body", "c10", "--dry-run"])
+    assert result.exit_code == 2
+    assert ("--body c10: no body for softplus: softplus's stub passes scalars (beta, threshold), which no "
+            "c10::metal function takes") in result.stderr
 
 
 @needs_try
@@ -264,3 +272,82 @@ def test_hardswish_from_the_cpu_kernel_keeps_cpus_order_and_passes_try(tmp_path)
     graph = [n.message for n in _plan(root, "migrate", "hardswish", body="graph").notes]
     assert any(re.fullmatch(r"hardswish: checked: \d+ values match torch's CPU op; matches CPU except where CPU "
                             r"overflows in an intermediate: [1-9]\d* cases", n) for n in graph), graph
+
+
+def _params_request(op: str) -> BodyRequest:
+    """A params op's request as the params family asks it (fields with an enum's enumerators)."""
+    from mpsgen.edit.params import field_enumerators
+    from mpsgen.read.c10lib import checkout_functions
+
+    views = Views(Workspace(Checkout(FIXTURE_CHECKOUT)))
+    spec = resolve_op(views, op, Options(), "migrate")
+    return BodyRequest(views, spec.facts, op, spec.functor, spec.params.arity, False, None, NamespacePrefixes("", ""),
+                       checkout_functions(views.ws), params=tuple((f.name, f.kind, field_enumerators(f)) for f in spec.params.fields))
+
+
+def test_cpu_source_reads_a_params_ops_captured_scalars_as_its_fields():
+    softplus = resolve_body(_params_request("softplus"), forced="cpu").chosen
+    # the float32 lambda (not the reduced-float branch): beta_/threshold_ read into beta/threshold
+    assert softplus.expr == "softplus_scalar(x, beta, threshold)"
+    assert softplus.location == Location("aten/src/ATen/native/cpu/Activation.cpp", 76)
+    assert softplus.supports == ("float",) and softplus.defaults == ()
+    assert softplus.helpers[0].startswith("// log(1 + t), the low bits of a tiny t kept")  # no c10 log1p here
+    threshold = resolve_body(_params_request("threshold"), forced="cpu").chosen
+    assert (threshold.expr, threshold.supports) == ("a <= threshold ? value : b", ("float", "integer"))
+    nan_to_num = resolve_body(_params_request("nan_to_num"), forced="cpu").chosen
+    assert nan_to_num.expr == "replace_non_finite(x, nan, posinf, neginf)"
+    assert nan_to_num.defaults == (("nan", "scalar_t(0.)"), ("posinf", "std::numeric_limits<scalar_t>::max()"),
+                                   ("neginf", "std::numeric_limits<scalar_t>::lowest()"))
+
+
+def test_cpu_source_selects_on_a_params_ops_enum_where_its_kernel_branches_on_it():
+    gelu = resolve_body(_params_request("gelu"), forced="cpu").chosen
+    assert gelu.expr == "(approximate == 1) ? (gelu_tanh_scalar(x)) : (gelu_scalar(x))"
+    assert gelu.describe == "gelu's CPU kernel, both branches on approximate (GeluType::Tanh or not)"
+    assert [h.split("(")[0].split()[-1] for h in gelu.helpers] == ["gelu_tanh_scalar", "gelu_scalar"]
+    assert "const scalar_t k = M_SQRT2_F * M_2_SQRTPI_F * 0.5;" in gelu.helpers[0]
+
+
+def test_graph_source_serves_a_params_op_whose_graph_reads_only_its_fields():
+    # the graph names the op's scalars as the schema does, as the struct's fields are named
+    softplus = resolve_body(_params_request("softplus"), forced="graph").chosen
+    assert softplus.expr == "(((x * beta) > threshold) ? x : (log(1.0f + exp((x * beta))) / beta))"
+    assert bodies._value_names(softplus.expr) == ["x", "beta", "threshold"]
+    assert bodies._value_names("static_cast<bool>(signbit(static_cast<float>(x))) ? INFINITY : M_PI_F") == ["x"]
+
+
+def test_graph_source_refuses_a_params_ops_graph_not_reading_its_enum():
+    # the miniature's gelu graph computes the erf form only (M_SQRT1_2 read as Metal's M_SQRT1_2_F)
+    answer = resolve_body(_params_request("gelu"), forced="graph").answers[0]
+    assert isinstance(answer, NoBody)
+    assert answer.reason.endswith("gives (x * ((c10::metal::erf((x * M_SQRT1_2_F)) + 1.0f) * 0.5f)), which reads no "
+                                  "approximate: "
+                                  "the graph computes one of its formulas only")
+
+
+@needs_try
+def test_a_params_placeholder_quotes_every_sources_answer(tmp_path):
+    # no cpu kernel for gelu: the params placeholder says what each source lacked
+    root = copy_checkout(tmp_path)
+    cpu = root / "aten/src/ATen/native/cpu/Activation.cpp"
+    cpu.write_text(cpu.read_text().replace("REGISTER_DISPATCH(GeluKernel, &GeluKernelImpl);\n", ""))
+    plan = _plan(root, "migrate", "gelu")
+    kernel = next(e.after for e in plan.edits if e.path.endswith("ActivationKernel.metal"))
+    start = kernel.index("struct gelu_functor {")
+    assert kernel[start:kernel.index('#error "', start)] == (
+        "struct gelu_functor {\n"
+        "  // mpsgen: write the body, then delete the #error line.\n"
+        "  // Kind: unary; params: approximate.\n"
+        "  // Dtype groups: float.\n"
+        "  // What each body source offered:\n"
+        "  //   catalog: mpsgen's catalog has no gelu body reading a params struct\n"
+        "  //   c10: gelu's stub passes scalars (approximate), which no c10::metal\n"
+        "  //     function takes\n"
+        "  //   cpu: no REGISTER_DISPATCH(GeluKernel, ...) in\n"
+        "  //     aten/src/ATen/native/cpu/Activation.cpp\n"
+        "  //   graph: gelu's MPSGraph graph (gelu_out_mps); approximate_type is read as\n"
+        "  //     approximate (approximate_type = get_gelutype_enum(approximate) at\n"
+        "  //     aten/src/ATen/native/mps/operations/Activation.mm:509) gives (x *\n"
+        "  //     ((c10::metal::erf((x * M_SQRT1_2_F)) + 1.0f) * 0.5f)), which reads no\n"
+        "  //     approximate: the graph computes one of its formulas only\n"
+        "  //     (aten/src/ATen/native/mps/operations/Activation.mm:503)\n")

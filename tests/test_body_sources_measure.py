@@ -29,15 +29,32 @@ NEW_OP = {"hypot", "copysign", "nextafter", "heaviside", "logical_not", "special
 PASSING = {
     "atan2": {"cpu", "graph"}, "hypot": {"cpu"}, "copysign": {"cpu"}, "xlogy": {"c10", "cpu", "graph"},
     "heaviside": {"cpu"}, "asinh": {"cpu", "graph"}, "acosh": {"graph"}, "frac": {"cpu", "graph"},
-    "sign": {"cpu"}, "sigmoid_backward": {"cpu"}, "tanh_backward": {"graph"}, "mish": {"graph"},
+    "sign": {"cpu"}, "sigmoid_backward": {"cpu"}, "tanh_backward": {"graph"}, "mish": {"cpu", "graph"},
     "hardswish": {"cpu", "graph"},  # graph: with try's rule for CPU overflowing in an intermediate
+    "fmod": {"cpu"},  # its integral-types lambda (TORCH_CHECK dropped) serves the integer group
+    "mish_backward": {"cpu"},  # std::log1p through the local helper: this c10/metal has no log1p
+    # params ops: the scalars the lambda captures read as the params struct's fields
+    # (graph: the graph names them as the schema does, as the fields are named)
+    "softplus": {"cpu", "graph"}, "softplus_backward": {"cpu", "graph"}, "threshold": {"cpu"},
+    "hardtanh_backward": {"cpu"}, "nan_to_num": {"cpu"},
 }
 CASES = [(op, source) for op in CATALOG for source in SOURCES]
-LOCAL = {"xlogy-c10", "hypot-cpu", "hypot-c10", "mish-graph", "hardswish-graph", "hardswish-cpu", "softplus-graph"}
+LOCAL = {"xlogy-c10", "hypot-cpu", "hypot-c10", "mish-graph", "hardswish-graph", "hardswish-cpu", "softplus-graph",
+         "softplus-cpu", "nan_to_num-cpu", "fmod-cpu"}
+# the misses on the miniature, each with its reason (asserted by the cases above)
+MISSES = {
+    "logaddexp": "already native here (CPU, CUDA, MPS: logaddexp_out): nothing to migrate",
+    "logical_not": "not in the miniature's native_functions.yaml",
+    "nextafter": "cpu: metal::nextafter steps float's ulp, CPU half/bfloat16 step their own (inf -> 65504)",
+    "atanh": "cpu: no cpu/*.cpp of the miniature registers atanh_stub; graph: serves float only",
+    "sgn": "cpu: no kernel registers sgn_stub; graph: sgn_out_mps builds no graph of its own",
+    "special_ndtri": "cpu: calc_ndtri calls std::frexp, which has no translation row",
+}
 
 
-def test_the_measurement_covers_every_catalog_op_and_thirteen_pass():
-    assert len(CATALOG) == 26 and set(PASSING) <= set(CATALOG) and len(PASSING) == 13
+def test_the_measurement_covers_every_catalog_op_and_twenty_pass():
+    assert len(CATALOG) == 26 and set(PASSING) <= set(CATALOG) and len(PASSING) == 20
+    assert set(PASSING) | set(MISSES) == set(CATALOG) and not set(PASSING) & set(MISSES)
 
 
 @pytest.fixture
@@ -60,6 +77,7 @@ def test_body_source_outcome(complex_set_aside, op, source):
         assert source not in PASSING.get(op, ()), exc.message
         return
     notes = [n.message for n in plan.notes]
-    passed = any(re.fullmatch(rf"{op}: checked: \d+ values match torch's CPU op(; matches CPU except .*)?", n)
+    passed = any(re.fullmatch(rf"{op}: checked: \d+ values match torch's CPU op( \([\w, ]+ skipped: no reference\))?"
+                                r"(; matches CPU except .*)?", n)
                  for n in notes)
     assert passed == (source in PASSING.get(op, ())), notes

@@ -52,7 +52,7 @@ def test_summary_table_names_every_backing_and_the_host_files():
     assert result.exit_code == 0
     for word in ("native", "mpsgraph", "mps-other", "composite", "none", "BinaryOps.mm", "Activation.mm"):
         assert word in result.stdout
-    assert "candidates: 23 ready, 8 need --expr, 8 need a hand-written port" in " ".join(result.stdout.split())
+    assert "candidates: 25 ready, 6 need --expr, 8 need a hand-written port" in " ".join(result.stdout.split())
 
 
 def test_mpsgraph_kernel_through_a_shared_helper(records):
@@ -117,7 +117,7 @@ def test_candidates_are_ordered_by_tier_then_size(report):
     ops = [r.op for r in report.candidates()]
     assert ops[:3] == ["acosh", "asinh", "atanh"]
     # the ternary shapes wait for launchers; mean's and polygamma's kernels are not defined: last (the
-    # per-device gelu, gelu_backward and log_sigmoid_backward need an --expr body now)
+    # per-device log_sigmoid_backward needs an --expr body now; gelu and gelu_backward take their CPU kernels)
     assert ops[-8:] == ["addcdiv", "addcmul", "mse_loss_backward", "threshold_backward", "smooth_l1_loss_backward",
                         "huber_loss_backward", "mean", "polygamma"]
 
@@ -129,7 +129,8 @@ def test_candidates_are_ordered_by_tier_then_size(report):
         ("logit_backward", "expr", "what logit_backward_stub receives for it is read from the shared .cpp function"),
         ("relu", "ready", "no kernel of its own: relu (aten/src/ATen/native/Activation.cpp:50), relu_"),
         ("threshold_backward", "port", "threshold_stub, threshold's stub"),
-        ("gelu", "expr", "params stub (approximate in GeluParams), no catalog body: pass --expr over x and approximate"),
+        ("gelu", "ready", "params stub, body from gelu's CPU kernel, both branches on approximate (GeluType::Tanh or not) "
+                          "(aten/src/ATen/native/cpu/Activation.cpp:128)"),
         ("log_sigmoid_backward", "expr", "supported stub signature, no catalog body"),
         # the graph's body computes (a - b) in float; CPU rounds it to half first: migrate's try turns it down
         ("mse_loss", "expr", "not written: try failed: half:"),

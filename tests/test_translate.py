@@ -108,8 +108,14 @@ def test_type_row(cpp, metal):
 @pytest.mark.parametrize("refused", sorted(translate.REFUSED))
 def test_refused_row(refused):
     with pytest.raises(Untranslatable) as caught:
-        _translate(f"{refused}(a); return a;")
+        _translate(f"if (a > 0) {{ {refused}(a); }} return a;")
     assert caught.value.reason.startswith(f"{refused}: {translate.REFUSED[refused]}")
+
+
+def test_a_statement_that_only_raises_before_the_return_is_dropped():
+    # fmod's integral lambda: where CPU raises (d == 0) no value is defined, and a kernel cannot raise
+    t = _translate('TORCH_CHECK(b != 0, "ZeroDivisionError");\n return a % b;')
+    assert (t.expr, t.helpers) == ("a % b", ())
 
 
 def test_one_return_is_an_expression_over_the_operands_renamed():
@@ -164,11 +170,82 @@ def test_refusals_name_what_they_lack(body, reason):
 
 
 def test_a_c10_spelling_needs_the_checkouts_c10_function():
-    source, lam = _lambda("return std::log1p(a) + b;")
+    source, lam = _lambda("return std::erf(a) + b;")
     with pytest.raises(Untranslatable) as caught:
         translate_lambda(source, lam, name="op", operands=("a", "b"), **{**SPELLING, "c10_functions": frozenset()})
-    assert caught.value.reason == ("std::log1p: needs c10::metal::log1p, which this checkout's c10/metal headers "
+    assert caught.value.reason == ("std::erf: needs c10::metal::erf, which this checkout's c10/metal headers "
                                    "do not define")
+
+
+def test_every_local_fallback_row_is_spelled_as_its_helper_without_c10():
+    assert set(translate.LOCAL_FALLBACKS) == {"log1p"}
+    source, lam = _lambda("return std::log1p(a) + b;")
+    translation = translate_lambda(source, lam, name="op", operands=("a", "b"),
+                                   **{**SPELLING, "c10_functions": frozenset()})
+    assert translation.expr == "log1p_local(a) + b"
+    assert translation.helpers == (
+        "// log(1 + t), the low bits of a tiny t kept (this checkout's c10/metal has no log1p)\n"
+        "inline float log1p_local(const float t) {\n"
+        "  const float u = 1.0f + t;\n"
+        "  if (u == 1.0f || metal::isinf(u)) {\n"
+        "    return u == 1.0f ? t : u;\n"
+        "  }\n"
+        "  return metal::precise::log(u) * (t / (u - 1.0f));\n"
+        "}\n",)
+    # with the checkout's c10::metal::log1p, that one
+    assert translate_lambda(source, lam, name="op", operands=("a", "b"), **SPELLING).helpers == ()
+
+
+PARAMS_KERNEL = """\
+void k(TensorIteratorBase& iter, const Scalar& lo_, const Scalar& hi_, std::optional<double> fill) {
+  AT_DISPATCH_FLOATING_TYPES(iter.dtype(), "k", [&]() {
+    auto lo = lo_.to<scalar_t>();
+    scalar_t hi(hi_.to<scalar_t>());
+    scalar_t low_fill = static_cast<scalar_t>(fill.value_or(-2.));
+    scalar_t high_fill = fill.has_value() ? static_cast<scalar_t>(fill.value()) : std::numeric_limits<scalar_t>::max();
+    cpu_kernel(iter, [lo, hi, low_fill, high_fill](scalar_t x) -> scalar_t { BODY });
+  });
+}
+"""
+PARAMS = (translate.ParamRead("lo_", "low", "scalar"), translate.ParamRead("hi_", "high", "scalar"),
+          translate.ParamRead("fill", "fill", "optional"))
+
+
+def _params_translation(body: str):
+    kernels = read_cpu_kernels(PARAMS_KERNEL.replace("BODY", body), "k.cpp")
+    return translate_lambda(kernels.source, kernels.lambdas("k")[0], name="op", operands=("x",), params=PARAMS,
+                            **SPELLING)
+
+
+def test_scalars_a_params_lambda_captures_are_spelled_as_the_struct_fields():
+    # `.to<T>()` (assigned or constructed): the field; an optional's `value_or(D)`: the field, D the
+    # host's default in its scalar_t
+    translation = _params_translation("return x < lo ? low_fill : x > hi ? hi : x;")
+    assert translation.expr == "x < low ? fill : x > high ? high : x"
+    assert translation.defaults == (("fill", "scalar_t(-2.)"),)
+
+
+def test_an_optional_read_through_has_value_gives_its_alternative_as_the_default():
+    translation = _params_translation("return x > hi ? high_fill : x;")
+    assert translation.expr == "x > high ? fill : x"
+    assert translation.defaults == (("fill", "std::numeric_limits<scalar_t>::max()"),)
+
+
+def test_a_params_lambda_of_several_statements_takes_the_fields_it_reads_as_parameters():
+    translation = _params_translation("const scalar_t y = x * hi;\n return y > lo ? y : scalar_t(0);")
+    assert translation.expr == "op_scalar(x, low, high)"
+    assert translation.helpers == (
+        "template <typename scalar_t>\ninline scalar_t op_scalar(scalar_t x, scalar_t low, scalar_t high) "
+        "{ const scalar_t y = x * high;\n return y > low ? y : scalar_t(0); }\n",)
+
+
+def test_a_captured_value_computed_otherwise_is_refused_naming_it():
+    text = PARAMS_KERNEL.replace("auto lo = lo_.to<scalar_t>();", "auto lo = lo_.to<scalar_t>() * hi_.to<scalar_t>();")
+    kernels = read_cpu_kernels(text.replace("BODY", "return x < lo ? x : hi;"), "k.cpp")
+    with pytest.raises(Untranslatable) as caught:
+        translate_lambda(kernels.source, kernels.lambdas("k")[0], name="op", operands=("x",), params=PARAMS,
+                         **SPELLING)
+    assert caught.value.reason.startswith("the lambda captures lo, computed from 'lo_.to<scalar_t>() * hi_.to<scalar_t>()'")
 
 
 def test_captures_other_than_copying_everything_are_refused():
@@ -203,3 +280,15 @@ def test_a_captured_value_the_host_computes_is_still_refused():
     with pytest.raises(Untranslatable) as caught:
         translate_lambda(kernels.source, kernels.lambdas("k")[0], name="op", operands=("x",), **SPELLING)
     assert caught.value.reason == "the lambda uses lo, a value the host computes (captured by [&])"
+
+
+@pytest.mark.parametrize("macro", sorted(translate.CONSTANTS))
+def test_math_macro_row(macro):
+    # <cmath>'s double macros are Metal's float constants (the host prelude defines the same names)
+    assert _translate(f"return a * {macro};", params="scalar_t a").expr == f"a * {translate.CONSTANTS[macro]}"
+
+
+def test_a_functional_cast_to_opmath_t_is_a_cast_to_float():
+    t = _translate("return static_cast<scalar_t>(opmath_t(a) * opmath_t(0.5));", params="scalar_t a")
+    assert t.expr == "op_scalar(a)"
+    assert "return static_cast<scalar_t>(float(a) * float(0.5));" in t.helpers[0]

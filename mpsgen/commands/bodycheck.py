@@ -20,7 +20,7 @@ from mpsgen.read.cache import cached_result
 from mpsgen.read.checkout import Checkout, PlannedCheckout
 
 # what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
-CHECK_VERSION = "bodycheck-1"
+CHECK_VERSION = "bodycheck-2"  # 2: try bundles the headers a plan creates
 # the headers a planned kernel includes, besides the files the plan edits
 HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
 

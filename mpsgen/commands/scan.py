@@ -54,7 +54,8 @@ from dataclasses import dataclass
 from mpsgen.commands.confirm import migrate_refusal
 from mpsgen.commands.migrate import body_turned_down
 from mpsgen.edit.pipeline import choose_body
-from mpsgen.edit.params import params_candidate
+from mpsgen.edit.functor import Body
+from mpsgen.edit.params import derived_params_body, params_candidate
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
@@ -341,6 +342,12 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
         return Candidate("reduce", f"reduction ({stub.name}), reduction catalog body{graph}")
     if is_params_stub(stub, checkout_enums(views.ws)):  # several scalars: a params struct (mpsgen/params.py)
         tier, why = params_candidate(views, op, shared or sites, stub, functor, catalog, backing)
+        if tier == "expr":  # no catalog body: the derived sources, as migrate asks them
+            derived, lacked = derived_params(views, op)
+            if derived is not None:
+                return _derived_candidate(views, op, f"params stub, body from {derived}", "")
+            head, sep, tail = why.partition(": pass --expr")
+            return Candidate(tier, head + lacked + sep + tail)
         refusal = migrate_refusal(views.checkout, op, views, _templates(views)) if tier == "ready" else None
         if refusal is not None:
             return Candidate("port", f"migrate refuses: {refusal}")
@@ -356,15 +363,7 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
         return Candidate("ready", f"supported stub signature, catalog body ({', '.join(entry.supports)}){graph}")
     derived, lacked = derived_body(views, op, "migrate")
     if derived is not None:
-        refusal = migrate_refusal(views.checkout, op, views, _templates(views))
-        if refusal is not None:  # the body is there, but not for every dtype the tests expect
-            return Candidate("expr", f"supported stub signature, body from {derived}, but migrate refuses it: "
-                                     f"{refusal}: pass --expr{graph}")
-        turned_down = body_turned_down(views.checkout, op)
-        if turned_down:  # migrate runs a derived body through try before writing it: so does "ready"
-            return Candidate("expr", f"supported stub signature, body from {derived}, but {turned_down}: "
-                                     f"pass --expr{graph}")
-        return Candidate("ready", f"supported stub signature, body from {derived}{graph}")
+        return _derived_candidate(views, op, f"supported stub signature, body from {derived}", graph)
     if entry is not None and alpha:
         why = "the stub takes a Scalar alpha, which the catalog body does not"
     elif entry is not None:
@@ -372,6 +371,33 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
     else:
         why = "no catalog body"
     return Candidate("expr", f"supported stub signature, {why}{lacked}: pass --expr{graph}")
+
+
+def _derived_candidate(views, op: str, what: str, graph: str) -> Candidate:
+    """A candidate whose body a source derived: ready when migrate plans it and its try check passes."""
+    refusal = migrate_refusal(views.checkout, op, views, _templates(views))
+    if refusal is not None:  # the body is there, but not for every dtype the tests expect
+        return Candidate("expr", f"{what}, but migrate refuses it: {refusal}: pass --expr{graph}")
+    turned_down = body_turned_down(views.checkout, op)
+    if turned_down:  # migrate runs a derived body through try before writing it: so does "ready"
+        return Candidate("expr", f"{what}, but {turned_down}: pass --expr{graph}")
+    return Candidate("ready", f"{what}{graph}")
+
+
+def derived_params(views: Views, op: str) -> tuple[str | None, str]:
+    """`derived_body` for a params op (`mpsgen.edit.params.derived_params_body`)."""
+    try:
+        spec = resolve_op(views, op, Options(), "migrate")
+        if spec.params is None:
+            return None, ""
+        placeholder = Body("placeholder", (), ("float",), "the placeholder body")
+        body = derived_params_body(views, spec, Options(), spec.params, placeholder)
+    except MpsgenError:
+        return None, ""
+    if body.derived:
+        return f"{body.describe} ({body.location})", ""
+    return None, "".join(f"; {a.source}: {a.reason}" for a in body.answers
+                         if a.source not in ("catalog", "expr") and isinstance(a, NoBody))
 
 
 def derived_body(views: Views, op: str, mode: str) -> tuple[str | None, str]:

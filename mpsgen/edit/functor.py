@@ -145,6 +145,8 @@ class Body:
     location: Location | None = None  # where the derived body's source states it
     answers: tuple = ()  # every body source's answer (BodyOffer | NoBody), in the order asked
     truth: bool = False  # operands are read as truth values only (BodyOffer.truth)
+    param_defaults: tuple[tuple[str, str], ...] = ()  # a params body's optional fields unset (BodyOffer.defaults)
+    integer_expr: str = ""  # the integer group's own expression (BodyOffer.integer_expr)
 
     @property
     def derived(self) -> bool:
@@ -192,8 +194,10 @@ def find_body(resolution: BodyResolution, *, op: str, name: str, arity: int, alp
                                   f"(it handles {', '.join(supports)})", location=chosen.location,
                                   hint="drop that group from --dtypes, or pass --expr")
         defaults = tuple(g for g in supports if g != "bool") or supports
+        if chosen.integer_expr:
+            validate_expr(chosen.integer_expr, operands)
         return Body(chosen.source, supports, defaults, chosen.describe, "", chosen.output, chosen.expr, chosen.helpers,
-                    chosen.location, resolution.answers, chosen.truth)
+                    chosen.location, resolution.answers, chosen.truth, integer_expr=chosen.integer_expr)
     groups = effective_groups(dtypes) if dtypes else tuple(GROUPS)
     return Body("placeholder", groups, ("float",), "the placeholder body", answers=resolution.answers)
 
@@ -210,20 +214,20 @@ def render_functor(templates: Templates, body: Body, *, name: str, arity: int, a
     spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
     if body.source == "expr" or body.derived:
         text = templates.render("functor_expr.metal.j2", name=name, expr=(body.expr or expr or "").strip(),
-                                operands=operands, groups=groups, output=body.output, truth=body.truth,
+                                integer_expr=body.integer_expr, operands=operands, groups=groups, output=body.output, truth=body.truth,
                                 alpha_name=alpha_name if alpha else "", **spelling)
     elif body.source == "catalog":
         text = templates.render(body.template, name=name, groups=groups, **spelling)
     else:
         text = templates.render(
             "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
-            groups=groups, arity_word=ARITY_WORDS[arity], sources=_comment_lines(placeholder_comment(body.answers)),
+            groups=groups, arity_word=ARITY_WORDS[arity], sources=comment_lines(placeholder_comment(body.answers)),
             output=body.output, **spelling,
         )
     return FunctorChoice(body.source, text, groups)
 
 
-def _comment_lines(lines: tuple[str, ...]) -> tuple[str, ...]:
+def comment_lines(lines: tuple[str, ...]) -> tuple[str, ...]:
     """Each source's answer wrapped to fit 80 columns after `  //   ` (continuations indented), so
     clang-format has no comment to reflow into its neighbour."""
     out = []

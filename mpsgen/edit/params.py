@@ -29,12 +29,16 @@ from mpsgen.edit.functor import (
     Body,
     FunctorChoice,
     check_supported,
+    comment_lines,
+    derived_helpers,
     fallback_notes,
     validate_expr,
 )
 from mpsgen.edit.kernel import KernelChoice
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.bodies import SOURCES, BodyRequest, placeholder_comment, resolve_body
+from mpsgen.facts.bodyoffer import NoBody
 from mpsgen.facts.catalog import lookup
 from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec
 from mpsgen.facts.resolve import params_spec, shared_call
@@ -324,16 +328,18 @@ def render_params_functor(templates, body, *, name: str, params: ParamsSpec, exp
 
     operands = OPERANDS[params.arity]
     spelling = (namespaces or NamespacePrefixes()).template_vars() | {"c10_functions": c10_functions}
-    if body.source == "expr":
-        used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", expr or ""))
-        text = templates.render("params_functor_expr.metal.j2", name=name, expr=(expr or "").strip(), operands=operands,
+    if body.source == "expr" or body.derived:
+        expr = body.expr or expr or ""
+        used = set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", expr))
+        text = templates.render("params_functor_expr.metal.j2", name=name, expr=expr.strip(), operands=operands,
                                 struct=params.struct, fields=params.fields, used=used, groups=groups, **spelling)
     elif body.source == "catalog":
         text = templates.render(body.template, name=name, params=params.struct, groups=groups, **spelling)
     else:
         text = templates.render("params_functor_placeholder.metal.j2", name=name, operands=operands,
                                 struct=params.struct, fields=params.fields, groups=groups,
-                                arity_word=ARITY_WORDS[params.arity], **spelling)
+                                arity_word=ARITY_WORDS[params.arity],
+                                sources=comment_lines(placeholder_comment(body.answers)), **spelling)
     return FunctorChoice(body.source, text, groups)
 
 
@@ -381,6 +387,16 @@ def choose_params_kernel(views, templates, spec, options):
         body = Body("existing", groups, groups, f"the existing {spec.functor}_functor")
     else:
         body = find_params_body(op=spec.op, name=spec.functor, params=params, expr=options.expr, dtypes=options.dtypes)
+        if options.expr is None and (options.body not in ("auto", "catalog") or body.source == "placeholder"):
+            body = derived_params_body(views, spec, options, params, body)
+        elif options.body == "catalog" and body.source != "catalog":
+            raise MpsgenError(f"--body catalog: no body for {spec.op}: mpsgen's catalog has no {spec.op} body "
+                              "reading a params struct", hint="choose another source with --body, or write one with --expr")
+        if body.derived:
+            # the host gives an unset optional the value the CPU kernel gives it
+            defaults = dict(body.param_defaults)
+            params = replace(params, fields=tuple(replace(f, default=defaults[f.name], default_known=True)
+                                                  if f.name in defaults else f for f in params.fields))
     groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
                            explicit=groups if existing else options.dtypes, body=body.describe,
                            minimal=body.source == "placeholder", covers=covered_dtypes,
@@ -394,6 +410,7 @@ def choose_params_kernel(views, templates, spec, options):
         text = render_params_functor(templates, body, name=spec.functor, params=params, expr=options.expr,
                                      groups=groups, namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)),
                                      c10_functions=checkout_functions(views.ws, disk_cache=views.disk_cache)).text
+        text = derived_helpers(body, views.ws.read(spec.kernel_file)) + text
         notes_c10 = fallback_notes(body, checkout_functions(views.ws, disk_cache=views.disk_cache))
         check_macros(params, kernel.file.own_macros | views.c10_register_macros(), spec.kernel_file)
         regs = tuple(registrations(params, groups, spec.functor))
@@ -404,7 +421,51 @@ def choose_params_kernel(views, templates, spec, options):
         for field in params.fields if field.kind == "optional" and not field.default_known
     ) + notes_c10
     macro = "" if params.macro in kernel.file.own_macros else registration_macro(templates, params, spec.functor)
-    return KernelChoice(body.source, text, regs, covered_dtypes(groups), macro, params, notes)
+    if body.derived:
+        notes += (Note("info", f"body: from {body.location}, {body.describe}"),)
+    return KernelChoice(body.source, text, regs, covered_dtypes(groups), macro, params, notes,
+                        body=body if body.derived else None)
+
+
+def field_enumerators(field) -> tuple[tuple[str, int], ...]:
+    """An enum field's enumerators as a body source compares them (`GeluType::Tanh`, 1)."""
+    return tuple((f"{field.enum.name}::{e}", v) for e, v in field.enum.enumerators) if field.enum is not None else ()
+
+
+# the sources a params op's body may come from besides the catalog and --expr (asked first, above)
+DERIVED_SOURCES = tuple(source for source in SOURCES if source.name not in ("expr", "catalog"))
+
+
+def derived_params_body(views, spec, options, params: ParamsSpec, fallback: Body) -> Body:
+    """A params op's body from the checkout (`mpsgen.facts.bodies`: the CPU kernel's lambda with
+    the stub's scalars read as the struct's fields), else `fallback` (the placeholder) quoting
+    every source's answer; `--body` naming a source with nothing is exit 2."""
+
+    request = BodyRequest(views, spec.facts, spec.op, spec.functor, params.arity, False,
+                          namespaces=namespace_prefixes(views.ws.read(spec.kernel_file)),
+                          c10_functions=checkout_functions(views.ws, disk_cache=views.disk_cache),
+                          params=tuple((f.name, f.kind, field_enumerators(f)) for f in params.fields))
+    resolution = resolve_body(request, forced=options.body, rejected=dict(options.rejected), sources=DERIVED_SOURCES)
+    chosen = resolution.chosen
+    if chosen is None:
+        if options.body != "auto":
+            answer = next((a for a in resolution.answers if a.source == options.body), None)
+            reason = answer.reason if isinstance(answer, NoBody) else "it was not asked"
+            raise MpsgenError(f"--body {options.body}: no body for {spec.op}: {reason}",
+                              location=getattr(answer, "location", None),
+                              hint="choose another source with --body, or write one with --expr")
+        catalog = NoBody("catalog", f"mpsgen's catalog has no {spec.op} body reading a params struct")
+        return replace(fallback, answers=(catalog,) + resolution.answers)
+    validate_expr(chosen.expr, OPERANDS[params.arity], extra=params.expr_names + ("params",))
+    supports = tuple(g for g in chosen.supports if g in CATALOG_PARAMS_GROUPS) or ("float",)
+    if options.dtypes is not None:
+        unsupported = [g for g in params_groups(options.dtypes) if g not in supports]
+        if unsupported:
+            raise MpsgenError(f"the body from {chosen.describe} does not handle dtype group {unsupported[0]!r} "
+                              f"(it handles {', '.join(supports)})", location=chosen.location,
+                              hint="drop that group from --dtypes, or pass --expr")
+    return Body(chosen.source, supports, supports, chosen.describe, "", chosen.output, chosen.expr, chosen.helpers,
+                chosen.location, resolution.answers, chosen.truth, chosen.defaults)
 
 
 def _groups_of_macro(kernel, params: ParamsSpec) -> tuple[str, ...]:

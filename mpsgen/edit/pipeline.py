@@ -65,9 +65,8 @@ Step = Callable[[StepContext], Iterable[FileChange]]
 def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Options) -> KernelChoice:
     """The functor body, its dtype groups (the tested dtypes the body serves, never fewer than the
     tests expect to work: `mpsgen.facts.rules.choose_groups`) and its registrations."""
-    if options.body != "auto" and (spec.params is not None or spec.reduction is not None):
-        kind = "a params kernel (several scalars)" if spec.params is not None else "a reduction"
-        raise MpsgenError(f"--body {options.body}: {spec.op} is {kind}, whose body comes from the catalog or the "
+    if options.body != "auto" and spec.reduction is not None:
+        raise MpsgenError(f"--body {options.body}: {spec.op} is a reduction, whose body comes from the catalog or the "
                           "flags, not from the body sources", hint="drop --body")
     if spec.params is not None:
 

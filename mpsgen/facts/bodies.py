@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mpsgen.facts.bodyoffer import BodyOffer, NoBody
 from mpsgen.facts.catalog import CATALOG_PATH, _table_line, lookup
 from mpsgen.facts.graphbody import graph_body
 from mpsgen.facts.rules import promotes_int_to_float
-from mpsgen.facts.translate import Untranslatable, translate_function, translate_lambda
+from mpsgen.facts.translate import CONSTANTS, ParamRead, Untranslatable, translate_function, translate_lambda
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.c10lib import function_sites
@@ -76,6 +76,9 @@ class BodyRequest:
     expr: str | None = None
     namespaces: NamespacePrefixes = field(default_factory=NamespacePrefixes)
     c10_functions: frozenset[str] = frozenset()
+    # a params op (several scalars in a struct): its fields as (name, kind, enumerators), in the
+    # stub's order; an enum field's enumerators as (`GeluType::Tanh`, its value)
+    params: tuple[tuple[str, str, tuple[tuple[str, int], ...]], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,10 @@ class C10Source:
     name = "c10"
 
     def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
+        if request.params is not None:
+            names = ", ".join(name for name, _, _ in request.params)
+            return NoBody(self.name, f"{request.op}'s stub passes scalars ({names}), which no c10::metal function "
+                                     "takes")
         if request.alpha:
             return NoBody(self.name, f"{request.op}'s stub passes a scalar, which no c10::metal function takes")
         sites = function_sites(request.views.ws)
@@ -158,11 +165,23 @@ class CpuSource:
             if not lambdas:
                 return NoBody(self.name, f"{function} hands no lambda to cpu_kernel or cpu_kernel_vec",
                               Location(rel, line))
-            if request.alpha:
+            if request.alpha and request.params is None:
                 return NoBody(self.name, f"{request.op}'s stub passes a scalar to {function}: the lambda's captured "
                                          "values are not translated", Location(rel, lambdas[0].line))
             chosen = _choose(lambdas)
-            return _translate(request, kernels, rel, chosen)
+            reads = None
+            if request.params is not None:
+                if len(chosen.kernel_params) != len(request.params):
+                    return NoBody(self.name, f"{function} takes {len(chosen.kernel_params)} scalars, the params struct "
+                                             f"{len(request.params)}", Location(rel, chosen.line))
+                reads = tuple(ParamRead(name, f, k) for name, (f, k, _) in zip(chosen.kernel_params, request.params))
+                branch = _enum_branch(request, lambdas, reads)
+                if branch is not None:
+                    return _translate_branches(request, kernels, rel, reads, *branch)
+            offer = _translate(request, kernels, rel, chosen, reads)
+            if isinstance(offer, BodyOffer) and "integer" not in offer.supports and reads is None:
+                offer = _with_integer_lambda(request, kernels, rel, lambdas, offer)
+            return offer
         return NoBody(self.name, f"no REGISTER_DISPATCH({stub.name}, ...) in {', '.join(files)}")
 
 
@@ -180,7 +199,40 @@ class GraphSource:
         answer = self.graph_body(request.views, request.facts)
         if not isinstance(answer, (BodyOffer, NoBody)):
             return NoBody(self.name, f"the MPSGraph source answered {type(answer).__name__}, not an offer")
+        if request.params is not None and isinstance(answer, BodyOffer):
+            # the graph names the op's scalars as the schema does, which the params struct's fields are
+            # named after: a body reading only those (and the operands) reads the struct
+            fields = {name for name, _, _ in request.params}
+            unmapped = [n for n in _value_names(answer.expr) if n not in fields and n not in OPERANDS[request.arity]]
+            if unmapped:
+                return NoBody(self.name, f"{answer.describe} gives {answer.expr}, whose {', '.join(unmapped)} is no "
+                                         f"field of the params struct ({', '.join(sorted(fields))})", answer.location)
+            unread = [name for name, kind, _ in request.params if kind == "enum" and name not in _value_names(answer.expr)]
+            if unread:  # an enum chooses the formula: a graph not reading it computes one formula only
+                return NoBody(self.name, f"{answer.describe} gives {answer.expr}, which reads no {unread[0]}: the "
+                                         f"graph computes one of its formulas only", answer.location)
+            if answer.integer_expr or "int2float" in answer.supports:
+                return replace(answer, supports=tuple(g for g in answer.supports if g != "int2float"))
         return answer
+
+
+_VALUE_NAME = re.compile(r"(?<![\w.:])([A-Za-z_]\w*)\b(?!\s*[(<:])")
+_NOT_VALUES = frozenset({"true", "false", "float", "half", "bool", "int", "long", "short", "char", "uchar", "bfloat",
+                         "T", "scalar_t", "INFINITY", "NAN", "const"}) | frozenset(CONSTANTS.values())
+
+
+def _value_names(expr: str) -> list[str]:
+    """The names an expression reads as values (not calls, types, casts' types or members)."""
+    names = []
+    for m in _VALUE_NAME.finditer(expr):
+        name = m.group(1)
+        if name in _NOT_VALUES or re.fullmatch(r"\d\w*", name) or name in names:
+            continue
+        before = expr[:m.start()].rstrip()
+        if before.endswith("<"):  # static_cast<float>(...)
+            continue
+        names.append(name)
+    return names
 
 
 SOURCES = (ExprSource(), CatalogSource(), C10Source(), CpuSource(), GraphSource(graph_body))
@@ -274,6 +326,67 @@ def _choose(lambdas: tuple[ScalarLambda, ...]) -> ScalarLambda:
     return lambdas[0]
 
 
+_ENUM_CONDITION = re.compile(r"!?\(\s*(\w+)\s*==\s*([\w:]+)\s*\)")
+
+
+def _enum_branch(request: BodyRequest, lambdas, reads: tuple[ParamRead, ...]):
+    """Where the kernel branches on one of its enum scalars (`if (approximate == GeluType::Tanh)`):
+    (the field, the enumerator's value, the lambdas of that branch, those of the other), else None."""
+    enums = {name: dict(enumerators) for name, kind, enumerators in request.params if kind == "enum"}
+    by_param = {r.name: r for r in reads}
+    for lam in lambdas:
+        for condition in lam.conditions:
+            m = _ENUM_CONDITION.fullmatch(condition)
+            if not m or m.group(1) not in by_param or by_param[m.group(1)].field not in enums:
+                continue
+            read = by_param[m.group(1)]
+            values = enums[read.field]
+            if m.group(2) not in values:
+                continue
+            plain = condition.lstrip("!")
+            then = tuple(l for l in lambdas if plain in l.conditions)
+            other = tuple(l for l in lambdas if "!" + plain in l.conditions)
+            if then and other:
+                return read, m.group(2), values[m.group(2)], then, other
+    return None
+
+
+def _translate_branches(request: BodyRequest, kernels: CpuKernels, rel: str, reads, read: ParamRead, enumerator: str,
+                        value: int, then, other) -> BodyOffer | NoBody:
+    """One body selecting per element on the enum field: `(approximate == 1) ? (tanh form) : (erf
+    form)`, each branch the lambda that branch hands cpu_kernel for float32 (named apart)."""
+    suffix = enumerator.split("::")[-1].lower()
+    first = _translate(replace(request, functor=f"{request.functor}_{suffix}"), kernels, rel, _choose(then), reads)
+    second = _translate(request, kernels, rel, _choose(other), reads)
+    for offer in (first, second):
+        if isinstance(offer, NoBody):
+            return NoBody("cpu", f"{offer.reason} (the branch {'where' if offer is first else 'unless'} "
+                                 f"{read.field} is {enumerator})", offer.location)
+    supports = tuple(g for g in first.supports if g in second.supports)
+    if not supports or first.output != second.output:
+        return NoBody("cpu", f"the branches on {read.field} serve different dtypes or outputs", first.location)
+    expr = f"({read.field} == {value}) ? ({first.expr}) : ({second.expr})"
+    helpers = tuple(dict.fromkeys(first.helpers + second.helpers))
+    defaults = tuple(dict.fromkeys(first.defaults + second.defaults))
+    describe = f"{request.op}'s CPU kernel, both branches on {read.field} ({enumerator} or not)"
+    return BodyOffer("cpu", expr, first.location, describe, first.output, supports, helpers, defaults=defaults)
+
+
+def _with_integer_lambda(request: BodyRequest, kernels: CpuKernels, rel: str, lambdas, offer: BodyOffer) -> BodyOffer:
+    """The offer with the integer group added where the kernel has a lambda of its own for the
+    integral types (`AT_DISPATCH_INTEGRAL_TYPES`, e.g. fmod's `x % d`) that translates as one
+    expression; an int2float op's integers take the float lambda already."""
+    if "int2float" in offer.supports:
+        return offer
+    for lam in lambdas:
+        if _covers(lam) != {"integer"} or lam.returns == "bool":
+            continue
+        other = _translate(request, kernels, rel, lam)
+        if isinstance(other, BodyOffer) and not other.helpers and other.output == offer.output:
+            return replace(offer, supports=offer.supports + ("integer",), integer_expr=other.expr)
+    return offer
+
+
 def _groups(request: BodyRequest, lam: ScalarLambda, truth: bool = False) -> tuple[str, ...]:
     """The dtype groups the lambda serves: its dispatch list's, complex only where the lambda reads
     its operands as truth values and writes bool (`a && b`: the functor's complex overload reads
@@ -293,7 +406,8 @@ def _groups(request: BodyRequest, lam: ScalarLambda, truth: bool = False) -> tup
     return tuple(groups)
 
 
-def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarLambda) -> BodyOffer | NoBody:
+def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarLambda,
+               reads: tuple[ParamRead, ...] | None = None) -> BodyOffer | NoBody:
     views = request.views
     # the headers it includes (transitively) the checkout has, then ATen/native's other headers: a
     # partial checkout (a wheel's headers) lacks some links of the chain the build follows
@@ -326,7 +440,7 @@ def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarL
                              f"({lam.dispatch.macro if lam.dispatch else 'no AT_DISPATCH list'})", location)
     try:
         translation = translate_lambda(kernels.source, lam, name=request.functor, operands=OPERANDS[request.arity],
-                                       **spelling)
+                                       params=reads, **spelling)
     except Untranslatable as exc:
         return NoBody("cpu", f"{lam.kernel}'s lambda: {exc.reason}", Location(rel, exc.line or lam.line))
     helpers: list[str] = []
@@ -352,5 +466,6 @@ def _translate(request: BodyRequest, kernels: CpuKernels, rel: str, lam: ScalarL
     # callees first: a helper goes after every helper it calls
     for _, texts in reversed(brought):
         helpers += texts
+    every = tuple(dict.fromkeys(tuple(helpers) + translation.helpers))  # a fallback helper once
     return BodyOffer("cpu", translation.expr, location, describe, "bool" if lam.returns == "bool" else "", groups,
-                     tuple(helpers) + translation.helpers, truth="complex" in groups)
+                     every, truth="complex" in groups, defaults=translation.defaults)

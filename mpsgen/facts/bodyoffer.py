@@ -24,6 +24,11 @@ class BodyOffer:
     # the expression reads its operands only as truth values (`a && b`): a complex operand is read as
     # c10::complex's truth value (either part nonzero), so the complex group takes the same expression
     truth: bool = False
+    # a params op's optional fields: field -> the host's C++ value when unset (the CPU kernel's own)
+    defaults: tuple[tuple[str, str], ...] = ()
+    # the integer group's own expression where the source states one apart (a CPU kernel's
+    # integral-types lambda beside its floating one: fmod's `x % d`); "" when `expr` serves it
+    integer_expr: str = ""
 
 
 @dataclass(frozen=True)

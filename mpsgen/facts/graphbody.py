@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.facts.bodyoffer import BodyOffer, NoBody
+from mpsgen.facts.translate import CONSTANTS as MATH_CONSTANTS  # <cmath>'s macros, spelled as the CPU source does
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.graphread import Graph, GraphNode, read_graph
@@ -178,6 +179,8 @@ def translate(node: GraphNode, operands: tuple[str, ...], unset: dict[str, str] 
         if n.kind == "send":
             if n.name in CONSTANTS:
                 value = n.args[0] if n.args else None
+                if value is not None and value.kind == "other" and value.name in MATH_CONSTANTS:
+                    return MATH_CONSTANTS[value.name], False  # <cmath>'s M_SQRT1_2: Metal's M_SQRT1_2_F
                 if value is None or value.kind not in ("number", "scalar"):
                     raise Untranslatable(f"[graph {n.name}] of a value mpsgen cannot read", n.location)
                 return walk(value)

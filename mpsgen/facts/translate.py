@@ -11,6 +11,7 @@ Every rule is a row of data, each with its test (tests/test_translate.py):
 - `NAMES`: qualified names that are not calls: a prefix spelled anew (`std::numeric_limits` ->
   `{m}numeric_limits`), or a template variable (`c10::pi<T>` -> `static_cast<T>(M_PI_F)`, `{t}`
   being its template argument).
+- `CONSTANTS`: <cmath>'s math macros (`M_SQRT2`) as Metal's float ones (`M_SQRT2_F`).
 - `TYPES`: types Metal spells otherwise (`opmath_t` and `double` -> `float`: Metal has no double,
   and MPS kernels compute half and bfloat in float, as CPU's opmath does).
 - `REFUSED`: calls with no Metal meaning (a kernel cannot raise: `TORCH_CHECK`).
@@ -64,12 +65,30 @@ NAMES: dict[str, str] = {
     "c10::frac_sqrt_2": "static_cast<{t}>(M_SQRT1_2_F)",
     "c10::ln_2": "static_cast<{t}>(M_LN2_F)",
 }
+# the math macros of <cmath> (double) as Metal's float constants
+CONSTANTS: dict[str, str] = {
+    "M_E": "M_E_F", "M_LOG2E": "M_LOG2E_F", "M_LOG10E": "M_LOG10E_F", "M_LN2": "M_LN2_F", "M_LN10": "M_LN10_F",
+    "M_PI": "M_PI_F", "M_PI_2": "M_PI_2_F", "M_PI_4": "M_PI_4_F", "M_1_PI": "M_1_PI_F", "M_2_PI": "M_2_PI_F",
+    "M_2_SQRTPI": "M_2_SQRTPI_F", "M_SQRT2": "M_SQRT2_F", "M_SQRT1_2": "M_SQRT1_2_F",
+}
 TYPES: dict[str, str] = {"opmath_t": "float", "double": "float", "long double": "float"}
 REFUSED: dict[str, str] = {
     "TORCH_CHECK": "a Metal kernel cannot raise (CPU raises here)",
     "TORCH_INTERNAL_ASSERT": "a Metal kernel cannot raise (CPU asserts here)",
     "std::conj": "complex arithmetic (c10::complex) has no translation",
     "std::tie": "tuples have no translation",
+}
+# A `{c}` function the checkout's c10/metal lacks that mpsgen can write as a local helper instead:
+# name -> (helper name, its definition). `{m}` is the kernel file's `metal::` prefix.
+LOCAL_FALLBACKS: dict[str, tuple[str, str]] = {
+    "log1p": ("log1p_local", "// log(1 + t), the low bits of a tiny t kept (this checkout's c10/metal has no log1p)\n"
+                             "inline float log1p_local(const float t) {{\n"
+                             "  const float u = 1.0f + t;\n"
+                             "  if (u == 1.0f || {m}isinf(u)) {{\n"
+                             "    return u == 1.0f ? t : u;\n"
+                             "  }}\n"
+                             "  return {m}precise::log(u) * (t / (u - 1.0f));\n"
+                             "}}\n"),
 }
 _NAMESPACES = ("std", "c10", "at")
 HELPER_SUFFIX = "_cpu"
@@ -94,6 +113,19 @@ class Translation:
     expr: str
     helpers: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
+    # a params op's optional fields: field -> the C++ value the CPU kernel gives it when unset (the
+    # host resolves it, in the host's `scalar_t`)
+    defaults: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ParamRead:
+    """A stub scalar as a params struct carries it: the kernel parameter `name` is the field
+    `field` (`kind`: scalar | bool | optional | double | enum)."""
+
+    name: str
+    field: str
+    kind: str
 
 
 @dataclass
@@ -105,6 +137,8 @@ class _Spelling:
     locals: set[str] = field(default_factory=set)
     needs: list[str] = field(default_factory=list)
     renames: dict = field(default_factory=dict)  # (start, end) of a parameter -> the operand it becomes
+    fallbacks: list[str] = field(default_factory=list)  # LOCAL_FALLBACKS definitions the text calls
+    nodes: dict = field(default_factory=dict)  # (start, end, kind) of any node -> its text (a params read)
 
     def helper_name(self, name: str) -> str:
         """A helper brought along keeps its name unless the checkout's c10::metal has one of the same
@@ -114,8 +148,15 @@ class _Spelling:
 
     def spell(self, pattern: str, *args: str, t: str = "") -> str:
         for name in re.findall(r"\{c\}(\w+)", pattern):
-            if name not in self.c10_functions:
+            if name in self.c10_functions:
+                continue
+            if name not in LOCAL_FALLBACKS:
                 raise Untranslatable(f"needs c10::metal::{name}, which this checkout's c10/metal headers do not define")
+            local, definition = LOCAL_FALLBACKS[name]
+            pattern = pattern.replace("{c}" + name, local)
+            text = definition.format(m=self.metal)
+            if text not in self.fallbacks:
+                self.fallbacks.append(text)
         return pattern.format(*args, m=self.metal, c=self.c10, t=t)
 
 
@@ -128,8 +169,12 @@ def _key(text: str) -> str:
 
 def _emit(source: Source, node: Syntax, s: _Spelling) -> str:
     kind = node.kind
+    if (node.start, node.end, kind) in s.nodes:
+        return s.nodes[(node.start, node.end, kind)]
     if kind == "identifier" and (node.start, node.end) in s.renames:
         return s.renames[(node.start, node.end)]
+    if kind == "identifier" and source.text_of(node) in CONSTANTS and node.field != "declarator":
+        return CONSTANTS[source.text_of(node)]
     if kind == "comment":
         return ""
     if kind in ("ERROR", "MISSING"):
@@ -211,7 +256,9 @@ def _call(source: Source, node: Syntax, s: _Spelling) -> str:
             return spelled + _emit(source, node.child("arguments"), s)
         return _qualified(source, callee, s, call=True) + _emit(source, node.child("arguments"), s)
     if callee.kind == "identifier":
-        if name in s.locals or name in ("scalar_t", "T", "self_t") or name in TYPES:
+        if name in TYPES:  # a functional cast to a type Metal spells otherwise: opmath_t(x)
+            return TYPES[name] + _emit(source, node.child("arguments"), s)
+        if name in s.locals or name in ("scalar_t", "T", "self_t"):
             return _children(source, node, s)  # a local callable, or a functional cast: scalar_t(1)
         if name in BARE_FUNCTIONS:
             return s.spell(BARE_FUNCTIONS[name]) + _emit(source, node.child("arguments"), s)
@@ -253,8 +300,17 @@ def _qualified(source: Source, node: Syntax, s: _Spelling, *, call: bool) -> str
     return _children(source, node, s)
 
 
+def _is_check(source: Source, node: Syntax) -> bool:
+    """A statement that only raises: `TORCH_CHECK(d != 0, "ZeroDivisionError");` (a Metal kernel
+    cannot raise: where CPU raises no value is defined, so the statement is dropped)."""
+    if node.kind != "expression_statement":
+        return False
+    call = next((c for c in node.children if c.kind == "call_expression"), None)
+    return call is not None and _key(source.text_of(call.child("function"))) == "TORCH_CHECK"
+
+
 def _return_expression(source: Source, body: Syntax) -> Syntax | None:
-    statements = [c for c in body.children if c.kind not in ("{", "}", "comment")]
+    statements = [c for c in body.children if c.kind not in ("{", "}", "comment") and not _is_check(source, c)]
     if len(statements) == 1 and statements[0].kind == "return_statement":
         values = [c for c in statements[0].children if c.kind not in ("return", ";", "comment")]
         return values[0] if len(values) == 1 else None
@@ -262,41 +318,147 @@ def _return_expression(source: Source, body: Syntax) -> Syntax | None:
 
 
 def translate_lambda(source: Source, lam, *, name: str, operands: tuple[str, ...], metal: str, c10: str,
-                     c10_functions: frozenset[str], known: Callable[[str], bool]) -> Translation:
+                     c10_functions: frozenset[str], known: Callable[[str], bool],
+                     params: tuple[ParamRead, ...] | None = None) -> Translation:
     """The lambda as one expression over `operands` (its parameters, in order), or as a helper
-    `<name>_scalar` the expression calls. Raises `Untranslatable` with the reason and line."""
-    params = [p for _, p in lam.params]
-    if len(params) != len(operands):
-        raise Untranslatable(f"the lambda takes {len(params)} values, the functor {len(operands)}", lam.line)
-    if lam.captures not in ("[]", "[=]", "[&]"):
+    `<name>_scalar` the expression calls. `params`: a params op's stub scalars (the kernel's
+    parameters as the struct's fields): the names the lambda captures from its dispatch scope are
+    spelled as the fields they are read from (`auto beta = beta_.to<scalar_t>();` -> `beta`), which
+    the params functor declares. Raises `Untranslatable` with the reason and line."""
+    lambda_params = [p for _, p in lam.params]
+    if len(lambda_params) != len(operands):
+        raise Untranslatable(f"the lambda takes {len(lambda_params)} values, the functor {len(operands)}", lam.line)
+    if params is None and lam.captures not in ("[]", "[=]", "[&]"):
         raise Untranslatable(f"the lambda captures {lam.captures}: values the host computes (the op's scalars)", lam.line)
-    s = _Spelling(metal, c10, c10_functions, known, locals=set(params))
+    s = _Spelling(metal, c10, c10_functions, known, locals=set(lambda_params))
     # constants the lambda captures (`three`, declared `const scalar_t three(3.0f);` before it) are
     # spelled where they are used, in their type
     constants = {name: f"static_cast<{_type(kind)}>({_literal(value)})" for name, kind, value in lam.constants
-                 if name not in params}
+                 if name not in lambda_params}
+    defaults: dict[str, str] = {}
+    used_fields: list[ParamRead] = []
+    if params is not None:
+        captured = _captured_reads(source, lam, params, set(lambda_params) | set(constants), defaults)
+        for read in params:
+            if any(text == read.field or re.search(rf"\b{read.field}\b", text) for text in captured.values()):
+                used_fields.append(read)
+        constants.update(captured)
     s.renames = {(n.start, n.end): constants[source.text_of(n)] for n in lam.body.walk()
                  if n.kind == "identifier" and n.field not in ("function", "declarator", "field")
                  and source.text_of(n) in constants}
     ret = _return_expression(source, lam.body)
     if ret is not None:
         expr = _emit(source, ret, s)
-        free = _free_names(source, ret, set(params) | set(constants))
+        free = _free_names(source, ret, set(lambda_params) | set(constants))
         if free:
             raise Untranslatable(f"the lambda uses {free[0]}, a value the host computes (captured by {lam.captures})",
                                  lam.line)
         if not re.search(r"\b(?:scalar_t|T)\b", expr):
-            renamed = _rename(source, ret, dict(zip(params, operands)), s, constants)
-            return Translation(" ".join(renamed.split()), (), tuple(s.needs))
+            renamed = _rename(source, ret, dict(zip(lambda_params, operands)), s, constants)
+            return Translation(" ".join(renamed.split()), tuple(s.fallbacks), tuple(s.needs),
+                               _ordered(defaults, params))
     body = _emit(source, lam.body, s)
-    free = _free_names(source, lam.body, set(params) | s.locals | set(constants))
+    free = _free_names(source, lam.body, set(lambda_params) | s.locals | set(constants))
     if free:
         raise Untranslatable(f"the lambda uses {free[0]}, a value the host computes (captured by {lam.captures})",
                              lam.line)
     returns = TYPES.get(lam.returns, lam.returns) or "scalar_t"
-    signature = ", ".join(f"{_type(t)} {p}" for t, p in lam.params)
+    signature = ", ".join([f"{_type(t)} {p}" for t, p in lam.params]
+                          + [f"{'bool' if r.kind == 'bool' else 'scalar_t'} {r.field}" for r in used_fields])
     helper = f"template <typename scalar_t>\ninline {returns} {name}_scalar({signature}) {_dedent(body)}\n"
-    return Translation(f"{name}_scalar({', '.join(operands)})", (helper,), tuple(s.needs))
+    call = ", ".join(list(operands) + [r.field for r in used_fields])
+    return Translation(f"{name}_scalar({call})", tuple(s.fallbacks) + (helper,), tuple(s.needs),
+                       _ordered(defaults, params))
+
+
+def _ordered(defaults: dict[str, str], params: tuple[ParamRead, ...] | None) -> tuple[tuple[str, str], ...]:
+    """The defaults in the struct's field order."""
+    return tuple((r.field, defaults[r.field]) for r in params or () if r.field in defaults)
+
+
+def _captured_reads(source: Source, lam, params: tuple[ParamRead, ...], bound: set[str],
+                    defaults: dict[str, str]) -> dict[str, str]:
+    """The names the lambda uses that its dispatch scope declares from the stub's scalars, each
+    spelled as the field it reads (`beta_.to<scalar_t>()` -> `beta`; an optional's
+    `nan.value_or(0.)` or `p.has_value() ? p.value() : D` -> the field, its default D kept in
+    `defaults` for the host). A captured name read otherwise is refused, naming it."""
+    by_name = {r.name: r for r in params}
+    scope = {}
+    for local, _, value in lam.scope:
+        scope[local] = value  # a later declaration shadows an earlier one
+    used = {source.text_of(n) for n in lam.body.walk()
+            if n.kind == "identifier" and n.field not in ("function", "declarator", "field")}
+    out = {}
+    for local in sorted(used - bound):
+        if local not in scope:
+            continue
+        value = _unwrap_cast(source, scope[local])
+        read = _param_read(source, value, by_name, defaults)
+        if read is None:
+            raise Untranslatable(f"the lambda captures {local}, computed from {source.text_of(value)!r}: "
+                                 "no read of the stub's scalars mpsgen can spell in the params struct",
+                                 source.line_of(value))
+        out[local] = read
+    return out
+
+
+def _host_default(text: str) -> str:
+    """An unset optional's value as the host writes it in its `scalar_t`: a number as
+    `scalar_t(N)`, else the CPU kernel's own text (`std::numeric_limits<scalar_t>::max()`)."""
+    text = " ".join(text.split())
+    return f"scalar_t({text})" if re.fullmatch(r"-?[0-9.]+(?:[eE][-+]?\d+)?[fF]?", text) else text
+
+
+def _unwrap_cast(source: Source, node: Syntax) -> Syntax:
+    """`static_cast<T>(v)`, `T(v)`, `(v)`: v (the params functor reads each field in its type)."""
+    while True:
+        if node.kind == "parenthesized_expression":
+            inner = [c for c in node.children if c.kind not in ("(", ")")]
+            if len(inner) != 1:
+                return node
+            node = inner[0]
+            continue
+        if node.kind == "call_expression":
+            callee = node.child("function")
+            args = [a for a in node.child("arguments").children if a.kind not in ("(", ")", ",")]
+            text = _key(source.text_of(callee))
+            if len(args) == 1 and (text in ("static_cast", "float", "scalar_t", "opmath_t", "value_t", "double")):
+                node = args[0]
+                continue
+        return node
+
+
+def _param_read(source: Source, node: Syntax, by_name: dict[str, ParamRead], defaults: dict[str, str]) -> str | None:
+    """The field a scope value reads, or None."""
+    text = " ".join(source.text_of(node).split())
+    if node.kind == "identifier" and text in by_name:
+        return by_name[text].field
+    if node.kind == "pointer_expression":
+        inner = node.child("argument")
+        if inner is not None and source.text_of(inner) in by_name:
+            return by_name[source.text_of(inner)].field
+    if node.kind == "call_expression":
+        callee = node.child("function")
+        if callee is not None and callee.kind == "field_expression":
+            target = callee.child("argument")
+            member = _key(source.text_of(callee.child("field") or callee))
+            args = [a for a in node.child("arguments").children if a.kind not in ("(", ")", ",")]
+            if target is not None and source.text_of(target) in by_name:
+                read = by_name[source.text_of(target)]
+                if member in ("to", "value") and not args:
+                    return read.field
+                if member == "value_or" and len(args) == 1 and read.kind == "optional":
+                    defaults[read.field] = _host_default(source.text_of(args[0]))
+                    return read.field
+    if node.kind == "conditional_expression" and node.child("condition") is not None:
+        condition = " ".join(source.text_of(node.child("condition")).split())
+        m = re.fullmatch(r"(\w+)\s*\.\s*has_value\s*\(\s*\)", condition)
+        if m and m.group(1) in by_name and by_name[m.group(1)].kind == "optional":
+            read = by_name[m.group(1)]
+            if _param_read(source, _unwrap_cast(source, node.child("consequence")), by_name, {}) == read.field:
+                defaults[read.field] = _host_default(source.text_of(node.child("alternative")))
+                return read.field
+    return None
 
 
 def translate_function(source: Source, node: Syntax, *, metal: str, c10: str, c10_functions: frozenset[str],
@@ -304,7 +466,7 @@ def translate_function(source: Source, node: Syntax, *, metal: str, c10: str, c1
     """A helper definition (a template included) in Metal's spelling; `needs`: what it calls."""
     s = _Spelling(metal, c10, c10_functions, known, locals=_parameter_names(source, node))
     text = _emit(source, node, s)
-    return Translation("", (_dedent(text.strip()) + "\n",), tuple(s.needs))
+    return Translation("", tuple(s.fallbacks) + (_dedent(text.strip()) + "\n",), tuple(s.needs))
 
 
 def _literal(text: str) -> str:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+
 import os
 from pathlib import Path
 from typing import Protocol
@@ -152,3 +154,9 @@ class PlannedCheckout(Checkout):
 
     def exists(self, rel: str) -> bool:
         return rel in self._planned or super().exists(rel)
+
+    def glob(self, rel_dir: str, pattern: str) -> list[str]:
+        """On disk, and the files the plan creates there (a params op's new `kernels/Unary.h`)."""
+        created = [rel for rel in self._planned if rel.rpartition("/")[0] == rel_dir
+                   and fnmatch.fnmatchcase(rel.rpartition("/")[2], pattern)]
+        return sorted(set(super().glob(rel_dir, pattern)) | set(created))

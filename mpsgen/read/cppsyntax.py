@@ -150,6 +150,14 @@ class ScalarLambda:
     # constants of the scope it captures from, declared before it with a literal value
     # (`const scalar_t three(3.0f);`): (name, type as written, the literal)
     constants: tuple[tuple[str, str, str], ...] = ()
+    # every name its scope declares before it with a value (`auto beta = beta_.to<scalar_t>();`):
+    # (name, type as written, the value's node); what a captured name stands for
+    scope: tuple[tuple[str, str, Syntax], ...] = ()
+    # the kernel function's parameter names after the iterator (`beta_`, `threshold_`): the
+    # stub's scalars as the kernel names them
+    kernel_params: tuple[str, ...] = ()
+    # every `if` branch it stands in, outermost first (as `condition`: "!" prefixed for an else)
+    conditions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -230,12 +238,15 @@ def _function_name(source: Source, node: Syntax) -> str:
 def _lambdas_in(kernels: CpuKernels, function: str, definition: Syntax) -> list[ScalarLambda]:
     source = kernels.source
     found = []
+    kernel_params = _parameter_names(source, definition)[1:]
 
-    def visit(node: Syntax, dispatch: Dispatch | None, condition: str, consts: tuple = ()) -> None:
+    def visit(node: Syntax, dispatch: Dispatch | None, condition: str, consts: tuple = (), scope: tuple = (),
+              chain: tuple = ()) -> None:
         if node.kind == "compound_statement":
             for child in node.children:
-                visit(child, dispatch, condition, consts)
+                visit(child, dispatch, condition, consts, scope, chain)
                 consts = consts + _literal_constants(source, child)
+                scope = scope + _declarations(source, child)
             return
         if node.kind == "call_expression":
             callee = node.child("function")
@@ -247,21 +258,22 @@ def _lambdas_in(kernels: CpuKernels, function: str, definition: Syntax) -> list[
                 first = next((a for a in args.children if a.kind == "lambda_expression"), None)
                 if first is not None:
                     found.append(replace(_scalar_lambda(source, function, first, dispatch, condition),
-                                         constants=consts))
+                                         constants=consts, scope=scope, kernel_params=kernel_params,
+                                         conditions=chain))
                 return
         if node.kind == "if_statement":
             cond = node.child("condition")
             text = " ".join(source.text_of(cond).split()) if cond is not None else ""
             for child in node.children:
                 if child.field == "consequence":
-                    visit(child, dispatch, text, consts)
+                    visit(child, dispatch, text, consts, scope, chain + (text,))
                 elif child.field == "alternative":
-                    visit(child, dispatch, "!" + text, consts)
+                    visit(child, dispatch, "!" + text, consts, scope, chain + ("!" + text,))
                 else:
-                    visit(child, dispatch, condition, consts)
+                    visit(child, dispatch, condition, consts, scope, chain)
             return
         for child in node.children:
-            visit(child, dispatch, condition, consts)
+            visit(child, dispatch, condition, consts, scope, chain)
 
     visit(definition, None, "")
     return found
@@ -274,24 +286,55 @@ def _literal_constants(source: Source, node: Syntax) -> tuple[tuple[str, str, st
     """The names a declaration statement gives a literal value (`const scalar_t three(3.0f);`,
     `const auto six = scalar_t(6);`): (name, type, literal); its type is the declared one, or for
     `auto` the type the literal is converted to."""
+    found = []
+    for name, declared, value in _declarations(source, node):
+        m = _LITERAL.fullmatch(source.text_of(value).strip())
+        if m is None:
+            continue
+        kind = declared if declared not in ("auto", "") else (m.group(1) or "")
+        if kind:
+            found.append((name, kind, m.group(2)))
+    return tuple(found)
+
+
+def _declarations(source: Source, node: Syntax) -> tuple[tuple[str, str, Syntax], ...]:
+    """The names a declaration statement gives a value (`auto beta = beta_.to<scalar_t>();`,
+    `scalar_t value = value_scalar.to<scalar_t>();`): (name, type as written, the value's node)."""
     if node.kind != "declaration":
         return ()
     ptype = node.child("type")
     declared = source.text_of(ptype).strip() if ptype is not None else ""
     found = []
     for child in node.children:
-        if child.kind != "init_declarator":
-            continue
-        name, value = child.child("declarator"), child.child("value")
-        if name is None or value is None or name.kind != "identifier":
-            continue
-        m = _LITERAL.fullmatch(source.text_of(value).strip())
-        if m is None:
-            continue
-        kind = declared if declared not in ("auto", "") else (m.group(1) or "")
-        if kind:
-            found.append((source.text_of(name), kind, m.group(2)))
+        if child.kind == "init_declarator":
+            name, value = child.child("declarator"), child.child("value")
+            if name is not None and value is not None and name.kind == "identifier":
+                if value.kind == "argument_list":  # `scalar_t threshold(threshold_.to<scalar_t>());`
+                    inner = [c for c in value.children if c.kind not in ("(", ")", ",")]
+                    if len(inner) != 1:
+                        continue
+                    value = inner[0]
+                elif value.kind == "initializer_list":
+                    continue
+                found.append((source.text_of(name), declared, value))
     return tuple(found)
+
+
+def _parameter_names(source: Source, definition: Syntax) -> tuple[str, ...]:
+    """A function definition's parameter names, in order."""
+    node = definition
+    if node.kind == "template_declaration":
+        node = next((c for c in node.children if c.kind == "function_definition"), node)
+    declarator = node.child("declarator")
+    while declarator is not None and declarator.kind != "function_declarator":
+        declarator = declarator.child("declarator")
+    plist = declarator.child("parameters") if declarator is not None else None
+    names = []
+    for p in (plist.children if plist is not None else ()):
+        if p.kind in ("parameter_declaration", "optional_parameter_declaration"):
+            d = p.child("declarator")
+            names.append(source.text_of(d).lstrip("&*").strip() if d is not None else "")
+    return tuple(names)
 
 
 _AND = re.compile(r"_AND(\d*)$|_AND_HALF$")

@@ -27,7 +27,9 @@ TRY_KERNELS_NAME = "<mpsgen try kernels>"
 _HOST_HEADERS = "#include <csetjmp>\n#include <csignal>\n#include <metal_stdlib>\n"
 
 
-def _resolve(root: Path, including: str, quote: str, name: str) -> str | None:
+def _resolve(checkout: Checkout, including: str, quote: str, name: str) -> str | None:
+    """The checkout path an include names (on disk, or a header the plan creates)."""
+    root = checkout.root
     bases = ([root / Path(including).parent] if quote == '"' else []) + list(include_roots(root))
     for base in bases:
         path = base / name
@@ -36,6 +38,12 @@ def _resolve(root: Path, including: str, quote: str, name: str) -> str | None:
                 return path.resolve().relative_to(root.resolve()).as_posix()
             except ValueError:
                 return None
+        try:
+            rel = path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if checkout.exists(rel):
+            return rel
     return None
 
 
@@ -55,7 +63,7 @@ def bundle(checkout: Checkout, rel: str) -> str:
             m = _INCLUDE_LINE.match(line)
             code = masked[number - 1] if number - 1 < len(masked) else ""
             if m and code.lstrip().startswith("#"):
-                found = _resolve(root, path, m.group(1), m.group(2).strip())
+                found = _resolve(checkout, path, m.group(1), m.group(2).strip())
                 if found is not None:
                     if found not in seen:
                         seen.add(found)
