@@ -155,7 +155,8 @@ DERIVED = ("c10", "cpu", "graph")
 
 
 def find_body(resolution: BodyResolution, *, op: str, name: str, arity: int, alpha: bool, expr: str | None,
-              dtypes: tuple[str, ...] | None, forced: str = "auto", alpha_name: str = "alpha") -> Body:
+              dtypes: tuple[str, ...] | None, forced: str = "auto", alpha_name: str = "alpha",
+              promotes: str = "") -> Body:
     """The body for `name`'s functor from the resolver's answer (`mpsgen.facts.bodies`): --expr,
     the catalog's, a derived expression, else a placeholder that stops the build until it is
     written, quoting what each source lacked. `forced` (`--body`): a source with nothing is exit 2."""
@@ -164,7 +165,11 @@ def find_body(resolution: BodyResolution, *, op: str, name: str, arity: int, alp
     chosen = resolution.chosen
     if expr is not None:
         validate_expr(expr, operands)
-        groups = effective_groups(dtypes or ("float",))
+        # integer inputs of an op that promotes them (`promotes`: why) reach the expression as floats
+        # (the int2float overload converts its operands first), so the default serves them, unless
+        # the expression names `T`, which that overload binds to the integer input type
+        ints = bool(promotes) and not re.search(r"\bT\b", expr)
+        groups = effective_groups(dtypes or (("float", "int2float") if ints else ("float",)))
         return Body("expr", groups, groups, "the --expr body", answers=resolution.answers)
     if chosen is None and forced not in ("auto", "expr"):
         answer = next((a for a in resolution.answers if a.source == forced), None)

@@ -37,7 +37,7 @@ from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launch
                                     reduction_kernels_of, registration_macro)
 from mpsgen.facts.perdevice import mps_function_state
 from mpsgen.facts.resolve import OpSpec, Options
-from mpsgen.facts.rules import choose_groups, output_type, refuse_uncalled_groups
+from mpsgen.facts.rules import choose_groups, int_to_float_reason, output_type, refuse_uncalled_groups
 from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
 from mpsgen.model import FileChange, Location, Note
 from mpsgen.read.c10lib import checkout_functions
@@ -116,6 +116,9 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     notes = warning + fallback_notes(body, c10_functions)
     if body.derived:
         notes += (Note("info", f"body: from {body.location}, {body.describe}"),)
+    if body.source == "expr" and options.dtypes is None and "int2float" in choice.groups:
+        notes += (Note("info", f"int2float registered for the --expr body: integer inputs give float "
+                               f"({int_to_float_reason(spec.facts)})", spec.facts.entries[0].location),)
     return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
                         notes=notes, body=body)
 
@@ -127,7 +130,7 @@ def choose_body(views: Views, spec: OpSpec, options: Options) -> tuple[Body, tup
     while True:
         body = find_body(body_resolution(views, spec, options), op=spec.op, name=spec.functor, arity=spec.arity,
                          alpha=spec.alpha, expr=options.expr, dtypes=options.dtypes, forced=options.body,
-                         alpha_name=spec.alpha_name)
+                         alpha_name=spec.alpha_name, promotes=int_to_float_reason(spec.facts))
         body = replace(body, output=output_type(spec.facts, body.output))  # signbit's meta: bool
         try:
             return body, choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
