@@ -41,7 +41,7 @@ from mpsgen.facts.rules import choose_groups, int_to_float_reason, output_type, 
 from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
 from mpsgen.model import FileChange, Location, Note
 from mpsgen.read.c10lib import checkout_functions
-from mpsgen.read.checkout import NATIVE_FUNCTIONS
+from mpsgen.read.checkout import NATIVE_DIR, NATIVE_FUNCTIONS
 from mpsgen.read.kernelfile import namespace_prefixes
 from mpsgen.read.metalhost.check import SKIPPED, DiagnosticContext, compile_metal_file
 from mpsgen.read.metalhost.owners import diagnostic_owners
@@ -130,7 +130,8 @@ def choose_body(views: Views, spec: OpSpec, options: Options) -> tuple[Body, tup
     while True:
         body = find_body(body_resolution(views, spec, options), op=spec.op, name=spec.functor, arity=spec.arity,
                          alpha=spec.alpha, expr=options.expr, dtypes=options.dtypes, forced=options.body,
-                         alpha_name=spec.alpha_name, promotes=int_to_float_reason(spec.facts))
+                         alpha_name=spec.alpha_name, promotes=int_to_float_reason(spec.facts),
+                         scalar=scalar_naming(spec))
         body = replace(body, output=output_type(spec.facts, body.output))  # signbit's meta: bool
         try:
             return body, choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
@@ -141,6 +142,18 @@ def choose_body(views: Views, spec: OpSpec, options: Options) -> tuple[Body, tup
                 raise
             why = f"its body serves {', '.join(body.supports)} only, and {exc.message.split(': ', 1)[-1]}"
             options = replace(options, rejected=options.rejected + ((body.source, why),))
+
+
+def scalar_naming(spec: OpSpec) -> str:
+    """How the functor's scalar operand got its name (for an --expr naming something else): the
+    shared function's call of the stub names it, else nothing in the checkout does."""
+    if not spec.alpha:
+        return ""
+    if spec.call is not None and spec.alpha_name != "alpha":
+        return (f"{spec.alpha_name} is the Scalar {spec.stub.name} takes, named as {spec.call.function} passes it "
+                f"at {spec.call.where}")
+    return (f"alpha is the Scalar {spec.stub.name} takes ({spec.stub.signature}): no call of it in this checkout's "
+            f"{NATIVE_DIR}/*.cpp names it, so it is alpha")
 
 
 def body_resolution(views: Views, spec: OpSpec, options: Options) -> BodyResolution:
