@@ -371,7 +371,10 @@ def choose_params_kernel(views, templates, spec, options):
     existing = spec.functor in kernel.functors and options.dtypes is None and options.expr is None
     if existing:
         registered = kernel.registered.get(spec.functor)
-        groups = tuple(g for g in (registered.groups if registered else ()) if g in PARAMS_GROUPS)
+        found = set(registered.groups if registered else ())
+        if registered and any(i == "bool" for i, _ in registered.pairs):
+            found.add("bool")  # a params kernel's bool is a group of its own (its integer group has none)
+        groups = tuple(g for g in PARAMS_GROUPS if g in found)
         groups = groups or _groups_of_macro(kernel.file, params)
         if not groups:
             raise MpsgenError(

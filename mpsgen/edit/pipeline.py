@@ -36,7 +36,7 @@ from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launch
                                     reduction_host_of,
                                     reduction_kernels_of, registration_macro)
 from mpsgen.facts.perdevice import mps_function_state
-from mpsgen.facts.resolve import OpSpec, Options
+from mpsgen.facts.resolve import OpSpec, Options, resolve_op
 from mpsgen.facts.rules import choose_groups, int_to_float_reason, output_type, refuse_uncalled_groups
 from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
 from mpsgen.model import FileChange, Location, Note
@@ -338,8 +338,12 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
             return
         for note in spec.notes:
             ws.add_note(Note("info", note, spec.composite.functions[0].location if spec.composite.functions else where))
-        ws.add_note(Note("info", f"{spec.op}: no kernel, host or test-list edit (its dtypes are those of what it "
-                                 "calls); the dispatch line and the legacy implementation change", where))
+        kernel = None
+        if spec.composite.registers is not None:
+            kernel = plan_owner_kernel(views, templates, spec, options, steps)
+        else:
+            ws.add_note(Note("info", f"{spec.op}: no kernel, host or test-list edit (its dtypes are those of what it "
+                                     "calls); the dispatch line and the legacy implementation change", where))
         for name, step in steps:
             if name in ("dispatch", "legacy"):
                 context = StepContext(views, templates, spec, options, KernelChoice("composite", "", (), frozenset()))
@@ -348,7 +352,7 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
         ws.add_step("build: cd build && ninja torch_cpu")
         for test in test_names(facts) or (f"test_output_match_{spec.op}",):
             ws.add_step(f"test: python test/test_mps.py -k {test}")
-        return
+        return kernel
     if (spec.per_device is not None and facts.registrations and options.dtypes is None and options.expr is None
             and all((state := mps_function_state(views, body.kernel, spec.stub)) is not None and state.calls_stub
                     and not state.graph for body in spec.per_device.bodies)):
@@ -372,6 +376,27 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
     ws.add_step("build: cd build && ninja torch_cpu")
     for test in test_names(facts) or (f"test_output_match_{spec.op}",):
         ws.add_step(f"test: python test/test_mps.py -k {test}")
+    return context.kernel
+
+
+def plan_owner_kernel(views: Views, templates: Templates, spec: OpSpec, options: Options,
+                      steps: tuple[tuple[str, Step], ...]) -> KernelChoice:
+    """The kernel and host steps of the op owning the stub a composite op's shared function calls
+    (threshold_backward calls threshold_stub with value 0): that stub's kernel, as `migrate OWNER`
+    writes it. The owner's own dispatch line, test lists and MPSGraph kernel stay: `migrate OWNER`
+    later is its dispatch line and the legacy removal (`Composite.describe` says so in the summary)."""
+    stub, owner, where = spec.composite.registers
+    owner_spec = resolve_op(views, owner, replace(options, stub=None, overloads=()), mode="migrate")
+    if owner_spec.stub is None or owner_spec.stub.name != stub or owner_spec.composite is not None:
+        raise MpsgenError(f"{spec.op}'s shared function calls {stub} (at {where}), which {owner} does not resolve to",
+                          location=where, hint=f"migrate {owner} first (mpsgen migrate {owner} {spec.op})")
+    context = StepContext(views, templates, owner_spec, options, choose_kernel(views, templates, owner_spec, options))
+    for name, step in steps:
+        if name in ("kernel", "host"):
+            for change in step(context):
+                views.ws.apply(change)
+        if name == "kernel" and options.expr is not None and context.kernel.text:
+            check_expr(views, owner_spec, options.expr)
     return context.kernel
 
 
