@@ -25,6 +25,7 @@ from mpsgen.edit.functor import (Body, derived_helpers, fallback_notes, find_bod
                                  validate_flag)
 from mpsgen.edit.host import function_suffix, plan_host
 from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
+from mpsgen.edit.launcher import plan_launcher
 from mpsgen.edit.legacy import plan_legacy
 from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
 from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
@@ -35,6 +36,8 @@ from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launch
                                     plan_orders, sibling_line,
                                     reduction_host_of,
                                     reduction_kernels_of, registration_macro)
+from mpsgen.facts.launcher import ternary_params_launcher
+from mpsgen.facts.params import exec_with_params_available
 from mpsgen.facts.perdevice import mps_function_state
 from mpsgen.facts.resolve import OpSpec, Options, resolve_op
 from mpsgen.facts.rules import choose_groups, int_to_float_reason, output_type, refuse_uncalled_groups
@@ -278,7 +281,9 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
                                   registered=c.views.registrations(spec.stub.name), function_text=function_text)
         return
     if kernel.params is not None:
-
+        if kernel.params.arity == 3 and not exec_with_params_available(c.views.ws, 3):
+            # the library's ternary params launcher, which this checkout lacks (`params_arity` checked it can be added)
+            yield from plan_launcher(c.read, c.templates, ternary_params_launcher(c.views.ws))
         yield plan_include(c.read(spec.host_file), spec.host_file, kernel.params.include)
         yield plan_include(c.read(spec.host_file), spec.host_file, "fmt/format.h")
     if spec.compiled is not None and spec.compiled.host_file == spec.host_file:

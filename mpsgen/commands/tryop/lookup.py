@@ -28,6 +28,19 @@ KNOWN_CALLS = {
         (StubArg("norm", "norm", "reduction == Reduction::Mean ? 2. / input.numel() : 2.", ("reduction", "input")),),
         (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
          ("int64_t", "reduction"), ("Tensor&", "grad_input"))),
+    # huber_loss_backward_out / smooth_l1_loss_backward_out: the norm of the reduction, then the double
+    "huber_backward_stub": StubCall(
+        "huber_loss_backward_out", Location("aten/src/ATen/native/Loss.cpp", 0),
+        (StubArg("norm", "norm", "(reduction == Reduction::Mean) ? (1. / input.numel()) : 1.", ("reduction", "input")),
+         StubArg("delta", "delta", "delta", ("delta",))),
+        (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
+         ("int64_t", "reduction"), ("double", "delta"), ("Tensor&", "grad_input"))),
+    "smooth_l1_backward_stub": StubCall(
+        "smooth_l1_loss_backward_out", Location("aten/src/ATen/native/Loss.cpp", 0),
+        (StubArg("norm", "norm", "reduction == Reduction::Mean ? 1. / input.numel() : 1.", ("reduction", "input")),
+         StubArg("beta", "beta", "beta", ("beta",))),
+        (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
+         ("int64_t", "reduction"), ("double", "beta"), ("Tensor&", "grad_input"))),
 }
 
 
