@@ -280,6 +280,15 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                           location=stub.location, hint="give its op struct with --identity and --combine")
     carrier = facts.shared[0].entry if per_device is None else per_device.carrier
     arity = len(carrier.tensor_inputs)
+    built = {body.inputs for body in per_device.bodies} if per_device is not None else set()
+    if built - {0}:
+        # a copied body builds its own iterator: its inputs are the kernel's operands
+        # (log_sigmoid_backward: self and grad_output, as the CUDA function builds it)
+        if len(built) > 1:
+            raise Refusal(f"{op}'s MPS functions would build iterators of {' and '.join(map(str, sorted(built)))} "
+                          "inputs: one kernel cannot serve both", location=per_device.bodies[0].location,
+                          hint="port them by hand")
+        arity = built.pop()
     kernel_file, host_file = _family_files(views, stub, options)
     call = shared_call(views, facts.shared or tuple(cpu for cpu, _ in per_device.sites), stub)
     if is_params_stub(stub, checkout_enums(views.ws)):
