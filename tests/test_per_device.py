@@ -175,3 +175,18 @@ def test_the_real_size_checkout(tmp_path, real_torch_files):
     assert result.exit_code == 0, result.stderr
     verify = run_cli(["-C", str(root), "verify", "log_sigmoid_backward", "--static-only"])
     assert verify.exit_code == 0, verify.stdout
+
+
+@needs_compiler
+@needs_torch
+def test_try_on_the_real_size_checkout_reads_the_enum_from_the_mps_functions_call(tmp_path, real_torch_files):
+    """A wheel has no Activation.cpp: try takes what MPS passes GeluKernel from the MPS function migrate
+    wrote (`get_gelutype_enum(approximate)`), so each `approximate` string reaches the struct as its
+    enumerator (it used to stop on 'none' as an int)."""
+    root = assemble_real_checkout(tmp_path / "pytorch", real_torch_files)
+    assert run_cli(["-C", str(root), "migrate", *CASES["gelu_structured_enum_params"]]).exit_code == 0
+    result = run_cli(["-C", str(root), "try", "gelu", "--backend", "host", "--json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["scalar_sets"] == ["approximate=none", "approximate=tanh"]
+    assert all(r["status"] == "passed" for r in report["dtypes"]), report["dtypes"]
