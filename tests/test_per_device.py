@@ -190,3 +190,17 @@ def test_try_on_the_real_size_checkout_reads_the_enum_from_the_mps_functions_cal
     report = json.loads(result.stdout)
     assert report["scalar_sets"] == ["approximate=none", "approximate=tanh"]
     assert all(r["status"] == "passed" for r in report["dtypes"]), report["dtypes"]
+
+
+@needs_compiler
+@needs_torch
+def test_log_sigmoid_backward_without_the_buffer_matches_the_cpu_op_given_its_own_buffer(tmp_path):
+    """The MPS kernel reads (self, grad_output), as the CUDA functions build it; torch's CPU op reads
+    the buffer its forward makes, so try hands it that one (`DERIVED_ARGUMENTS`) and they agree."""
+    root = copy_checkout(tmp_path)
+    assert run_cli(["-C", str(root), "migrate", *CASES["log_sigmoid_backward_two_functions_own_iterator"]]).exit_code == 0
+    result = run_cli(["-C", str(root), "try", "log_sigmoid_backward", "--backend", "host", "--json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert "(its buffer made by aten::log_sigmoid_forward)" in report["reference"]
+    assert [r["status"] for r in report["dtypes"]] == ["passed"] * 3, report["dtypes"]
