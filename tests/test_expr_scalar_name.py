@@ -28,27 +28,28 @@ def _call_line(root) -> int:
     return next(i for i, line in enumerate(lines, 1) if "mse_backward_stub(iter.device_type()" in line)
 
 
+def _refused(root, expr: str) -> str:
+    """`migrate mse_loss_backward --expr EXPR`: exit 2, nothing written; its stderr."""
+    before = every_file(root)
+    result = run_cli(["-C", str(root), "migrate", "mse_loss_backward", "--expr", expr])
+    assert result.exit_code == 2
+    assert every_file(root) == before
+    return result.stderr
+
+
 def test_the_scalar_is_named_as_the_shared_functions_call_passes_it(tmp_path):
     root = with_ternary_alpha(tmp_path)
-    before = every_file(root)
-    result = run_cli(["-C", str(root), "migrate", "mse_loss_backward", "--expr", "alpha * (a - b) * c"])
-    assert result.exit_code == 2
-    assert result.stderr == (
+    assert _refused(root, "alpha * (a - b) * c") == (
         "mpsgen: error: --expr uses 'alpha', which is not an operand of this ternary op (operands are a, b, c, "
         "norm; norm is the Scalar mse_backward_stub takes, named as mse_loss_backward_out passes it at "
         f"{LOSS_CPP}:{_call_line(root)})\n")
-    assert every_file(root) == before
 
 
 def test_without_the_cpp_the_scalar_is_alpha_and_the_refusal_says_why(tmp_path):
     root = with_ternary_alpha(tmp_path)
     (root / LOSS_CPP).unlink()
-    before = every_file(root)
-    result = run_cli(["-C", str(root), "migrate", "mse_loss_backward", "--expr", "norm * (a - b) * c"])
-    assert result.exit_code == 2
-    assert result.stderr == (
+    assert _refused(root, "norm * (a - b) * c") == (
         "mpsgen: error: --expr uses 'norm', which is not an operand of this ternary op (operands are a, b, c, "
         "alpha; alpha is the Scalar mse_backward_stub takes (void(*)(TensorIterator&, const Scalar&)): no call "
         "of it in this checkout's aten/src/ATen/native/*.cpp names it, so it is alpha)\n")
-    assert every_file(root) == before
     # (`alpha` is accepted there: tests/test_losses.py migrates mse_loss_backward on the 2.15 wheel's files)
