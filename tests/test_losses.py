@@ -151,6 +151,16 @@ def test_ternary_backward_losses_add_the_launcher_2_15_lacks(real_215, op, stub,
             assert r["status"] == "passed", r
 
 
+def test_scan_on_215_ranks_the_ternary_backward_losses_expr_saying_the_launcher_is_added(real_215):
+    result = _cli(real_215, "scan", "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = {r["op"]: r["candidate"] for r in json.loads(result.stdout)["ops"] if r.get("candidate")}
+    for op, names in (("huber_loss_backward", "alpha, delta"), ("smooth_l1_loss_backward", "alpha, beta")):
+        assert rows[op]["tier"] == "expr", rows[op]
+        assert rows[op]["reason"].endswith(f"pass --expr over a, b, c and {names}; migrate adds the library's "
+                                           "exec_ternary_kernel_with_params"), rows[op]
+
+
 # ---- units ------------------------------------------------------------------------------------------
 
 

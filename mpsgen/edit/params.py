@@ -36,7 +36,7 @@ from mpsgen.edit.kernel import KernelChoice
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import lookup
-from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec
+from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec, exec_with_params_available
 from mpsgen.facts.resolve import params_spec, shared_call
 from mpsgen.facts.rules import choose_groups
 from mpsgen.facts.views import METAL_TO_TORCH
@@ -429,6 +429,8 @@ def params_candidate(views, op: str, shared, stub: Stub, functor: str, catalog, 
                          call=shared_call(views, shared, stub))
     names = ", ".join(f.name for f in params.fields)
     graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
+    if params.arity == 3 and not exec_with_params_available(views.ws, 3):
+        graph += f"; migrate adds the library's {EXEC_WITH_PARAMS[3]}"
     if entry is not None and entry.params and set(entry.params) <= {f.name for f in params.fields}:
         return "ready", f"params stub ({names} in {params.struct}), catalog body ({', '.join(entry.supports)}){graph}"
     return "expr", f"params stub ({names} in {params.struct}), no catalog body: pass --expr over {', '.join(OPERANDS_WORDS[params.arity])} and {names}{graph}"
