@@ -123,3 +123,20 @@ def test_without_cpp_the_header_stub_named_like_the_op_is_confirmed_by_its_signa
     assert ("stub mse_stub: the header's stub named like mse_loss, declared at aten/src/ATen/native/BinaryOps.h:"
             in summary)
     assert "how its shared function reduces was not read" in summary
+
+
+def test_a_later_ops_refusal_names_the_line_on_disk(tmp_path):
+    # without Activation.cpp nothing says which stub threshold_backward uses; threshold, planned
+    # first, removes a yaml line above it: the refusal still names the line as the file has it
+    root = copy_checkout(tmp_path)
+    (root / "aten/src/ATen/native/Activation.cpp").unlink()
+    before = snapshot(root)
+    alone = run_cli(["-C", str(root), "migrate", "threshold_backward"])
+    both = run_cli(["-C", str(root), "migrate", "threshold", "threshold_backward"])
+    assert alone.exit_code == both.exit_code == 2
+    assert both.stderr == alone.stderr
+    lines = (root / "aten/src/ATen/native/native_functions.yaml").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, text in enumerate(lines) if text.startswith("- func: threshold_backward.grad_input("))
+    line = next(i for i, text in enumerate(lines[start:], start + 1) if text.strip().startswith("CPU, CUDA:"))
+    assert both.stderr.startswith(f"mpsgen: error: aten/src/ATen/native/native_functions.yaml:{line}: ")
+    assert snapshot(root) == before
