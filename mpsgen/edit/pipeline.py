@@ -391,7 +391,8 @@ def plan_owner_kernel(views: Views, templates: Templates, spec: OpSpec, options:
     writes it. The owner's own dispatch line, test lists and MPSGraph kernel stay: `migrate OWNER`
     later is its dispatch line and the legacy removal (`Composite.describe` says so in the summary)."""
     stub, owner, where = spec.composite.registers
-    owner_spec = resolve_op(views, owner, replace(options, stub=None, overloads=()), mode="migrate")
+    mode = "migrate" if any(name == "legacy" for name, _ in steps) else "new-op"  # the command's own
+    owner_spec = resolve_op(views, owner, replace(options, stub=None, overloads=()), mode=mode)
     if owner_spec.stub is None or owner_spec.stub.name != stub or owner_spec.composite is not None:
         raise MpsgenError(f"{spec.op}'s shared function calls {stub} (at {where}), which {owner} does not resolve to",
                           location=where, hint=f"migrate {owner} first (mpsgen migrate {owner} {spec.op})")
