@@ -17,6 +17,8 @@ CASES = {
     "relu_shared_function_calls_ops": ["relu"],
     # threshold_backward's shared function calls the forward's threshold_stub: once threshold is migrated
     "threshold_backward_after_threshold": ["threshold", "threshold_backward"],
+    # alone: threshold_stub's kernel is registered with it (threshold's own MPS line stays on MPSGraph)
+    "threshold_backward_registers_threshold_stub": ["threshold_backward"],
     # _prelu_kernel -> prelu_stub (called by the shared function, a name of its own)
     "prelu_kernel_stub_named_otherwise": ["_prelu_kernel"],
 }
@@ -52,16 +54,24 @@ def test_one_function_on_two_lines_joins_the_cuda_line(tmp_path):
     assert "signbit_out serves CPU and CUDA on 2 lines" in " ".join(result.stderr.split())
 
 
-def test_threshold_backward_alone_names_the_missing_registration(tmp_path):
+def test_threshold_backward_alone_registers_threshold_stub_and_says_what_stays(tmp_path):
     root = copy_checkout(tmp_path)
-    before = snapshot(root)
     result = run_cli(["-C", str(root), "migrate", "threshold_backward"])
-    assert result.exit_code == 2
-    message = " ".join(result.stderr.split())
-    assert message.startswith("mpsgen: error: aten/src/ATen/native/Activation.cpp:")
-    assert "threshold_stub, threshold's stub (called at aten/src/ATen/native/Activation.cpp:" in message
-    assert "has no MPS registration" in message and "mpsgen migrate threshold threshold_backward" in message
-    assert snapshot(root) == before
+    assert result.exit_code == 0, result.output
+    summary = " ".join(result.output.split())
+    assert ("threshold_stub, threshold's stub (called at aten/src/ATen/native/Activation.cpp:"
+            in summary)
+    assert ("gets its MPS kernel registered with this migration (threshold's own MPS line stays on its MPSGraph "
+            "kernel until `mpsgen migrate threshold`, which is then its dispatch line and the legacy removal)"
+            in summary)
+    # `migrate threshold` afterwards is its dispatch line and the legacy removal, and the tree is the
+    # one `migrate threshold threshold_backward` writes in one run
+    after = run_cli(["-C", str(root), "migrate", "threshold"])
+    assert after.exit_code == 0, after.output
+    assert "threshold_stub is already registered for MPS (threshold_kernel); kept as is" in " ".join(after.output.split())
+    both = copy_checkout(tmp_path / "both")
+    assert run_cli(["-C", str(both), "migrate", "threshold", "threshold_backward"]).exit_code == 0
+    assert snapshot(root) == snapshot(both)
 
 
 def test_a_called_op_without_an_mps_kernel_is_named(tmp_path):
@@ -113,3 +123,20 @@ def test_without_cpp_the_header_stub_named_like_the_op_is_confirmed_by_its_signa
     assert ("stub mse_stub: the header's stub named like mse_loss, declared at aten/src/ATen/native/BinaryOps.h:"
             in summary)
     assert "how its shared function reduces was not read" in summary
+
+
+def test_a_later_ops_refusal_names_the_line_on_disk(tmp_path):
+    # without Activation.cpp nothing says which stub threshold_backward uses; threshold, planned
+    # first, removes a yaml line above it: the refusal still names the line as the file has it
+    root = copy_checkout(tmp_path)
+    (root / "aten/src/ATen/native/Activation.cpp").unlink()
+    before = snapshot(root)
+    alone = run_cli(["-C", str(root), "migrate", "threshold_backward"])
+    both = run_cli(["-C", str(root), "migrate", "threshold", "threshold_backward"])
+    assert alone.exit_code == both.exit_code == 2
+    assert both.stderr == alone.stderr
+    lines = (root / "aten/src/ATen/native/native_functions.yaml").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, text in enumerate(lines) if text.startswith("- func: threshold_backward.grad_input("))
+    line = next(i for i, text in enumerate(lines[start:], start + 1) if text.strip().startswith("CPU, CUDA:"))
+    assert both.stderr.startswith(f"mpsgen: error: aten/src/ATen/native/native_functions.yaml:{line}: ")
+    assert snapshot(root) == before

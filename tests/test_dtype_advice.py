@@ -35,6 +35,17 @@ def with_logit(tmp_path):
     return root
 
 
+def _yaml_line(root, start: str) -> int:
+    lines = (root / YAML).read_text(encoding="utf-8").splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.startswith(start))
+
+
+def _opinfo_line(root) -> int:
+    """The line of logit's OpInfo call (where the summary points for its promotes_int_to_float)."""
+    lines = (root / CMI).read_text(encoding="utf-8").splitlines()
+    return next(i for i, line in enumerate(lines, 1) if "UnaryUfuncInfo('logit'" in line)
+
+
 def with_bool_threshold(tmp_path):
     """threshold as upstream tests it: bool among its OpInfo dtypes."""
     root = copy_checkout(tmp_path)
@@ -66,10 +77,16 @@ def _advice_then_accepted(root, argv):
     return value, second
 
 
-def test_logit_advice_works_the_first_time_and_integers_give_float(tmp_path):
+def test_logit_expr_registers_int2float_by_default_as_its_opinfo_promotes_integers(tmp_path):
+    # logit's OpInfo sets promotes_int_to_float: an --expr serves its integer inputs as floats
+    # (the int2float overload converts its operands first), so no --dtypes is needed, and the
+    # summary says why at the OpInfo's line
     root = with_logit(tmp_path)
-    value, _ = _advice_then_accepted(root, ["migrate", "logit", "--expr", LOGIT_EXPR])
-    assert value == "float,int2float"
+    result = run_cli(["-C", str(root), "migrate", "logit", "--expr", LOGIT_EXPR])
+    assert result.exit_code == 0, result.output
+    assert (f"note: {YAML}:{_yaml_line(root, '- func: logit(')}: int2float registered for the --expr body: "
+            f"integer inputs give float (its OpInfo at {CMI}:{_opinfo_line(root)} "
+            "sets promotes_int_to_float)") in result.output
     text = (root / MPS / "kernels/UnaryKernel.metal").read_text(encoding="utf-8")
     added = [line for line in text.splitlines() if line.startswith("REGISTER_UNARY_ALPHA_OP(logit,")]
     assert added == [
@@ -93,8 +110,9 @@ def test_integer_outputs_for_an_op_that_promotes_are_refused_with_the_accepted_v
     before = every_file(root)
     result = run_cli(["-C", str(root), "migrate", "logit", "--expr", LOGIT_EXPR, "--dtypes", "float,integer"])
     assert result.exit_code == 2
-    assert "logit: integer inputs give float (promotes_int_to_float); dtype group 'integer' would register " \
-           "integer outputs for them" in result.stderr
+    assert ("logit: integer inputs give float (its OpInfo at "
+            f"{CMI}:{_opinfo_line(root)} sets promotes_int_to_float); dtype group "
+            "'integer' would register integer outputs for them") in result.stderr
     assert proposed(result.stderr) == "float,int2float"
     assert every_file(root) == before
 

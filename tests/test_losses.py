@@ -2,8 +2,8 @@
 with a body, pass `verify --static-only`, change nothing on a second run and `try` matches torch's CPU op
 for every registered dtype and scalar set, on the miniature (its Loss.cpp read) and on the 2.15.0
 real-size checkout (the wheel: no .cpp, so nothing says what the shared function passes but the stub's
-signature); huber_loss_backward and smooth_l1_loss_backward are refused naming the launcher the library
-lacks (2.15's exec_ternary_kernel takes one Scalar; a Scalar and a double need a params launcher).
+signature); huber_loss_backward and smooth_l1_loss_backward need a ternary params launcher 2.15's library
+lacks (its exec_ternary_kernel takes one Scalar): migrate adds it (tests/test_ternary_launcher.py).
 
 A double field (delta, beta) is held at opmath (float) precision in the params struct: in half, 1e6
 would overflow and 1e-6 round to 1.01e-6, where torch's CPU huber computes with the double."""
@@ -111,17 +111,54 @@ def test_losses_on_the_215_real_size_checkout(real_215):
     assert "  float delta;\n" in header and "  float beta;\n" in header
 
 
-@pytest.mark.parametrize("op,stub", [("huber_loss_backward", "huber_backward_stub"),
-                                     ("smooth_l1_loss_backward", "smooth_l1_backward_stub")])
-def test_ternary_backward_losses_are_refused_naming_the_missing_launcher_on_215(real_checkout, op, stub):
-    before = every_file(real_checkout)
-    result = _cli(real_checkout, "migrate", op, "--expr", "c * clamp(a - b, -delta, delta)")
-    assert result.exit_code == 2
-    assert (f"{stub} (void(*)(TensorIterator&, const Scalar&, double)) passes a ternary kernel several values, which "
-            "needs a params struct and MetalShaderLibrary::exec_ternary_kernel_with_params; this checkout's "
-            "aten/src/ATen/native/mps/MetalShaderLibrary.h does not declare it (its exec_ternary_kernel takes one "
-            "Scalar alpha)") in result.stderr
-    assert every_file(real_checkout) == before
+# the CPU kernels' branches (x = input - target), each product rounded to the input type as CPU's
+# scalar_t arithmetic does; the Scalar is the norm of the reduction, `alpha` on a wheel (no Loss.cpp names it)
+HUBER_BACKWARD = ("T(a - b) <= -T(delta) ? T(T(-T(alpha) * c) * T(delta)) : (T(a - b) >= T(delta) ? "
+                  "T(T(T(alpha) * c) * T(delta)) : T(T(T(alpha) * T(a - b)) * c))")
+SMOOTH_BACKWARD = ("T(a - b) <= -T(beta) ? T(-T(alpha) * c) : (T(a - b) >= T(beta) ? T(T(alpha) * c) : "
+                   "T(T(T(T(alpha) * T(a - b)) * c) / T(beta)))")
+
+
+@needs_compiler
+@needs_torch
+@pytest.mark.parametrize("op,stub,expr,name", [
+    ("huber_loss_backward", "huber_backward_stub", HUBER_BACKWARD, "delta"),
+    ("smooth_l1_loss_backward", "smooth_l1_backward_stub", SMOOTH_BACKWARD, "beta")])
+def test_ternary_backward_losses_add_the_launcher_2_15_lacks(real_215, op, stub, expr, name):
+    first = _cli(real_215, "migrate", op, "--expr", expr)
+    assert first.exit_code == 0, first.stderr
+    summary = " ".join(first.output.split())
+    assert "MetalShaderLibrary::exec_ternary_kernel_with_params added" in summary
+    after = every_file(real_215)
+    again = _cli(real_215, "migrate", op, "--expr", expr)
+    assert again.exit_code == 0 and every_file(real_215) == after
+    verify = _cli(real_215, "verify", op, "--static-only")
+    assert verify.exit_code == 0, verify.stdout + verify.stderr
+    mps = real_215 / "aten/src/ATen/native/mps"
+    assert "  void exec_ternary_kernel_with_params(\n" in (mps / "MetalShaderLibrary.h").read_text()
+    assert "void MetalShaderLibrary::exec_ternary_kernel_with_params(TensorIteratorBase& iter,\n" in (
+        mps / "OperationUtils.h").read_text()
+    host = (mps / "operations/PointwiseOps.mm").read_text()
+    assert f"REGISTER_DISPATCH({stub}, &{stub.removesuffix('_stub')}_mps_kernel)\n" in host
+    assert "lib.exec_ternary_kernel_with_params(" in host
+    result = _cli(real_215, "try", op, "--backend", "host", "--json")
+    report = json.loads(result.stdout)
+    assert every_file(real_215) == after
+    # every reduction with a valid value passes (the launcher binds the struct the host fills);
+    # negative values (which the forward losses refuse) are where CPU's own loops disagree
+    for r in report["dtypes"]:
+        if r["scalars"].endswith(f"{name}=0.5"):
+            assert r["status"] == "passed", r
+
+
+def test_scan_on_215_ranks_the_ternary_backward_losses_expr_saying_the_launcher_is_added(real_215):
+    result = _cli(real_215, "scan", "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = {r["op"]: r["candidate"] for r in json.loads(result.stdout)["ops"] if r.get("candidate")}
+    for op, names in (("huber_loss_backward", "alpha, delta"), ("smooth_l1_loss_backward", "alpha, beta")):
+        assert rows[op]["tier"] == "expr", rows[op]
+        assert rows[op]["reason"].endswith(f"pass --expr over a, b, c and {names}; migrate adds the library's "
+                                           "exec_ternary_kernel_with_params"), rows[op]
 
 
 # ---- units ------------------------------------------------------------------------------------------

@@ -27,8 +27,9 @@ GELU_BACKWARD_EXPR = ("approximate == 1 ? a * (0.5f * (1.0f + metal::precise::ta
                       " * 0.7978845608f * (1.0f + 3.0f * 0.044715f * b * b))"
                       " : a * (0.5f * (1.0f + c10::metal::erf(b * 0.7071067811865476f))"
                       " + b * 0.3989422804f * metal::precise::exp(-0.5f * b * b))")
-# the CPU function's iterator holds (self, buffer, grad_output): a, b, c
-LOG_SIGMOID_BACKWARD_EXPR = ("c * (a < 0 ? 1.0f / (1.0f + metal::precise::exp(a))"
+# the MPS functions build the CUDA functions' iterator, (self, grad_output): a, b (the CPU's also
+# holds the CPU forward's buffer, which MPS's forward leaves empty and its legacy functions never read)
+LOG_SIGMOID_BACKWARD_EXPR = ("b * (a < 0 ? 1.0f / (1.0f + metal::precise::exp(a))"
                              " : metal::precise::exp(-a) / (1.0f + metal::precise::exp(-a)))")
 
 CASES = {
@@ -81,7 +82,9 @@ def test_the_summary_says_where_the_stub_call_was_read(tmp_path):
     log = " ".join(run_cli(["-C", str(root), "migrate", *CASES["log_sigmoid_backward_two_functions_own_iterator"],
                             "--dry-run"]).stderr.split())
     assert ("`MPS: log_sigmoid_backward_mps` stays in the yaml and its body becomes the stub call as "
-            "log_sigmoid_backward_cpu's body makes it (aten/src/ATen/native/Activation.cpp:") in log
+            "log_sigmoid_backward_cuda's body makes it (aten/src/ATen/native/Activation.cpp:") in log
+    assert ("for kMPS (log_sigmoid_backward_cpu's iterator reads buffer, which log_sigmoid_backward's legacy MPS "
+            "functions never read)") in log
 
 
 def test_a_cpu_body_with_preprocessor_branches_is_refused(tmp_path):
@@ -142,8 +145,8 @@ def test_try_gelu_backward_passes_for_both_approximations(tmp_path):
 def test_the_real_size_checkout(tmp_path, real_torch_files):
     """2.15's yaml and headers (GeluKernel, get_gelutype_enum defined in Activation.h), the miniature's
     .mm/.metal. A wheel ships no .cpp: gelu's call is made from the stub's declaration and the header's
-    helper; log_sigmoid_backward builds its own iterator, which only the CPU function's body says how: refused
-    until a source checkout's Activation.cpp is there (the miniature's stands in for it)."""
+    helper; log_sigmoid_backward builds its own iterator, which only the device functions' bodies say how:
+    refused until a source checkout's Activation.cpp is there (the miniature's stands in for it)."""
     root = assemble_real_checkout(tmp_path / "pytorch", real_torch_files)
     for op in ("gelu", "gelu_backward"):
         result = run_cli(["-C", str(root), "migrate", *CASES[next(c for c in CASES if CASES[c][0] == op)]])
@@ -161,10 +164,43 @@ def test_the_real_size_checkout(tmp_path, real_torch_files):
     before = snapshot(root)
     refused = run_cli(["-C", str(root), "migrate", "log_sigmoid_backward"])
     assert refused.exit_code == 2
-    assert "this checkout has no aten/src/ATen/native/*.cpp (a wheel ships none)" in " ".join(refused.stderr.split())
+    assert ("this checkout has no aten/src/ATen/native/*.cpp (a wheel ships none): log_sigmoid_backward_stub "
+            "(void(*)(TensorIterator&)) takes an iterator whose operands and their order only the device functions' "
+            "bodies state (log_sigmoid_backward_cpu_out and the CUDA one) (its legacy MPS functions read grad_output, "
+            "self) (run on a checkout with aten/src/ATen/native/*.cpp, or port log_sigmoid_backward_mps_out by hand)"
+            ) in " ".join(refused.stderr.split())
     assert snapshot(root) == before
     shutil.copy(FIXTURE_CHECKOUT / "aten/src/ATen/native/Activation.cpp", root / "aten/src/ATen/native/Activation.cpp")
     result = run_cli(["-C", str(root), "migrate", *CASES["log_sigmoid_backward_two_functions_own_iterator"]])
     assert result.exit_code == 0, result.stderr
     verify = run_cli(["-C", str(root), "verify", "log_sigmoid_backward", "--static-only"])
     assert verify.exit_code == 0, verify.stdout
+
+
+@needs_compiler
+@needs_torch
+def test_try_on_the_real_size_checkout_reads_the_enum_from_the_mps_functions_call(tmp_path, real_torch_files):
+    """A wheel has no Activation.cpp: try takes what MPS passes GeluKernel from the MPS function migrate
+    wrote (`get_gelutype_enum(approximate)`), so each `approximate` string reaches the struct as its
+    enumerator (it used to stop on 'none' as an int)."""
+    root = assemble_real_checkout(tmp_path / "pytorch", real_torch_files)
+    assert run_cli(["-C", str(root), "migrate", *CASES["gelu_structured_enum_params"]]).exit_code == 0
+    result = run_cli(["-C", str(root), "try", "gelu", "--backend", "host", "--json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["scalar_sets"] == ["approximate=none", "approximate=tanh"]
+    assert all(r["status"] == "passed" for r in report["dtypes"]), report["dtypes"]
+
+
+@needs_compiler
+@needs_torch
+def test_log_sigmoid_backward_without_the_buffer_matches_the_cpu_op_given_its_own_buffer(tmp_path):
+    """The MPS kernel reads (self, grad_output), as the CUDA functions build it; torch's CPU op reads
+    the buffer its forward makes, so try hands it that one (`DERIVED_ARGUMENTS`) and they agree."""
+    root = copy_checkout(tmp_path)
+    assert run_cli(["-C", str(root), "migrate", *CASES["log_sigmoid_backward_two_functions_own_iterator"]]).exit_code == 0
+    result = run_cli(["-C", str(root), "try", "log_sigmoid_backward", "--backend", "host", "--json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert "(its buffer made by aten::log_sigmoid_forward)" in report["reference"]
+    assert [r["status"] for r in report["dtypes"]] == ["passed"] * 3, report["dtypes"]

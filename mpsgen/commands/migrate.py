@@ -6,12 +6,14 @@ from dataclasses import replace
 
 from mpsgen.commands.bodycheck import check_body
 from mpsgen.commands.confirm import resolve_checked
+from mpsgen.edit.linemap import EditMap
 from mpsgen.edit.pipeline import MIGRATE_STEPS, check_single_registration, plan_op
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
 from mpsgen.facts.resolve import Options
 from mpsgen.facts.views import Views
-from mpsgen.model import Plan
+from mpsgen.errors import MpsgenError
+from mpsgen.model import Location, Plan
 from mpsgen.read.checkout import Checkout
 
 
@@ -28,9 +30,12 @@ def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options) -> 
         templates = Templates(checkout.root)
         kernels = {}
         for op in ops:
-            spec = resolve_checked(views, op, per_op[op], mode="migrate")
-            kernels[op] = plan_op(views, templates, spec, per_op[op], MIGRATE_STEPS)
-            check_single_registration(views, spec)
+            try:
+                spec = resolve_checked(views, op, per_op[op], mode="migrate")
+                kernels[op] = plan_op(views, templates, spec, per_op[op], MIGRATE_STEPS)
+                check_single_registration(views, spec)
+            except MpsgenError as exc:
+                raise on_disk(exc, ws, checkout) from None
         plan = ws.plan(ops)
         failed = False
         for op in ops:
@@ -43,6 +48,19 @@ def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options) -> 
                 per_op[op] = replace(per_op[op], rejected=per_op[op].rejected + ((kernels[op].source, check.why),))
         if not failed:
             return replace(plan, notes=plan.notes + tuple(dict.fromkeys(notes)))
+
+
+def on_disk(exc: MpsgenError, ws: Workspace, checkout: Checkout) -> MpsgenError:
+    """A refusal of a later op points at the text an earlier op planned; nothing is written, so
+    its line is moved back to where that line stands in the file on disk."""
+    where = exc.location
+    if where is None or not where.line or not checkout.exists(where.path):
+        return exc
+    planned, disk = ws.read(where.path), checkout.read(where.path)
+    if planned == disk:
+        return exc
+    line = EditMap(planned, disk).line(where.line)
+    return type(exc)(exc.message, location=Location(where.path, line), hint=exc.hint)
 
 
 def body_turned_down(checkout: Checkout, op: str) -> str:

@@ -10,6 +10,7 @@ without a `.clang-format` gets its added lines as the templates write them, with
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from mpsgen.edit.apply import text_opcodes
 from mpsgen.errors import MpsgenError
+from mpsgen.read.cpp import mask_code
 from mpsgen.model import Location
 from mpsgen.read.cache import cached_result, executable_identity
 from mpsgen.textedit import LineIndex, replace_spans
@@ -61,6 +63,19 @@ def find_style(root: Path) -> Path | None:
     return None
 
 
+# Objective-C in a header (OperationUtils.h's `@autoreleasepool` blocks): PyTorch formats such a
+# header as Objective-C (its style's `Language: ObjC` section: 120 columns), as its .mm files
+_OBJC_HEADER = re.compile(r"@(?:autoreleasepool|interface|implementation|protocol|end)\b")
+
+
+def assumed_suffix(rel: str, text: str) -> str:
+    """The suffix clang-format is told the file has: by its own, a header holding Objective-C `.mm`."""
+    suffix = ASSUMED_SUFFIX.get(Path(rel).suffix, ".cpp")
+    if suffix == ".h" and _OBJC_HEADER.search(mask_code(text)):
+        return ".mm"
+    return suffix
+
+
 def formats(rel: str) -> bool:
     """Whether clang-format handles this file (C++, Objective-C++, Metal)."""
     return Path(rel).suffix in ASSUMED_SUFFIX
@@ -77,7 +92,7 @@ def replacements(text: str, ranges: list[tuple[int, int]], *, executable: str, s
     keeping only replacements inside those lines."""
     if not ranges:
         return []
-    assumed = "mpsgen-input" + ASSUMED_SUFFIX.get(Path(rel).suffix, ".cpp")
+    assumed = "mpsgen-input" + assumed_suffix(rel, text)
     argv = [executable, f"--style=file:{style}", f"--assume-filename={assumed}", "--output-replacements-xml"]
     argv += [f"--lines={a}:{b}" for a, b in ranges]
     data = text.encode("utf-8")

@@ -40,9 +40,10 @@ def operands_for(arity: int, alpha: bool, alpha_name: str = "alpha") -> tuple[st
     return OPERANDS[arity] + ((alpha_name,) if alpha else ())
 
 
-def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] = ()) -> None:
+def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] = (), scalar: str = "") -> None:
     """A single Metal expression over the operands (and `extra` names: a params struct's fields):
-    no statements, no blocks, no preprocessor."""
+    no statements, no blocks, no preprocessor. `scalar`: how the stub's Scalar operand got its
+    name, said when the expression uses a name that is not an operand."""
     for ch, what in _FORBIDDEN.items():
         if ch in expr:
             raise MpsgenError(
@@ -85,7 +86,8 @@ def validate_expr(expr: str, operands: tuple[str, ...], extra: tuple[str, ...] =
                 named = [n for n in extra if n != "params"]
                 raise MpsgenError(
                     f"--expr uses {name!r}, which is not an operand of this {ARITY_WORDS[len([o for o in operands if o in OPERANDS[1] + OPERANDS[3]])]} op",
-                    hint=f"operands are {', '.join(operands)}" + (f"; parameters {', '.join(named)}" if named else ""),
+                    hint=f"operands are {', '.join(operands)}" + (f"; parameters {', '.join(named)}" if named else "")
+                    + (f"; {scalar}" if scalar else ""),
                 )
     if depth != 0:
         raise MpsgenError("--expr has an unbalanced `(`", hint="balance the parentheses")
@@ -157,7 +159,8 @@ DERIVED = ("c10", "cpu", "graph")
 
 
 def find_body(resolution: BodyResolution, *, op: str, name: str, arity: int, alpha: bool, expr: str | None,
-              dtypes: tuple[str, ...] | None, forced: str = "auto", alpha_name: str = "alpha") -> Body:
+              dtypes: tuple[str, ...] | None, forced: str = "auto", alpha_name: str = "alpha",
+              promotes: str = "", scalar: str = "") -> Body:
     """The body for `name`'s functor from the resolver's answer (`mpsgen.facts.bodies`): --expr,
     the catalog's, a derived expression, else a placeholder that stops the build until it is
     written, quoting what each source lacked. `forced` (`--body`): a source with nothing is exit 2."""
@@ -165,8 +168,12 @@ def find_body(resolution: BodyResolution, *, op: str, name: str, arity: int, alp
     operands = operands_for(arity, alpha, alpha_name)
     chosen = resolution.chosen
     if expr is not None:
-        validate_expr(expr, operands)
-        groups = effective_groups(dtypes or ("float",))
+        validate_expr(expr, operands, scalar=scalar)
+        # integer inputs of an op that promotes them (`promotes`: why) reach the expression as floats
+        # (the int2float overload converts its operands first), so the default serves them, unless
+        # the expression names `T`, which that overload binds to the integer input type
+        ints = bool(promotes) and not re.search(r"\bT\b", expr)
+        groups = effective_groups(dtypes or (("float", "int2float") if ints else ("float",)))
         return Body("expr", groups, groups, "the --expr body", answers=resolution.answers)
     if chosen is None and forced not in ("auto", "expr"):
         answer = next((a for a in resolution.answers if a.source == forced), None)

@@ -40,7 +40,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.bodies import SOURCES, BodyRequest, placeholder_comment, resolve_body
 from mpsgen.facts.bodyoffer import NoBody
 from mpsgen.facts.catalog import lookup
-from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec
+from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec, exec_with_params_available
 from mpsgen.facts.resolve import params_spec, shared_call
 from mpsgen.facts.rules import choose_groups
 from mpsgen.facts.views import METAL_TO_TORCH
@@ -377,7 +377,10 @@ def choose_params_kernel(views, templates, spec, options):
     existing = spec.functor in kernel.functors and options.dtypes is None and options.expr is None
     if existing:
         registered = kernel.registered.get(spec.functor)
-        groups = tuple(g for g in (registered.groups if registered else ()) if g in PARAMS_GROUPS)
+        found = set(registered.groups if registered else ())
+        if registered and any(i == "bool" for i, _ in registered.pairs):
+            found.add("bool")  # a params kernel's bool is a group of its own (its integer group has none)
+        groups = tuple(g for g in PARAMS_GROUPS if g in found)
         groups = groups or _groups_of_macro(kernel.file, params)
         if not groups:
             raise MpsgenError(
@@ -487,6 +490,8 @@ def params_candidate(views, op: str, shared, stub: Stub, functor: str, catalog, 
                          call=shared_call(views, shared, stub))
     names = ", ".join(f.name for f in params.fields)
     graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
+    if params.arity == 3 and not exec_with_params_available(views.ws, 3):
+        graph += f"; migrate adds the library's {EXEC_WITH_PARAMS[3]}"
     if entry is not None and entry.params and set(entry.params) <= {f.name for f in params.fields}:
         return "ready", f"params stub ({names} in {params.struct}), catalog body ({', '.join(entry.supports)}){graph}"
     return "expr", f"params stub ({names} in {params.struct}), no catalog body: pass --expr over {', '.join(OPERANDS_WORDS[params.arity])} and {names}{graph}"

@@ -25,6 +25,7 @@ from mpsgen.edit.functor import (Body, derived_helpers, fallback_notes, find_bod
                                  validate_flag)
 from mpsgen.edit.host import function_suffix, plan_host
 from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
+from mpsgen.edit.launcher import plan_launcher
 from mpsgen.edit.legacy import plan_legacy
 from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
 from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
@@ -35,13 +36,15 @@ from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launch
                                     plan_orders, sibling_line,
                                     reduction_host_of,
                                     reduction_kernels_of, registration_macro)
+from mpsgen.facts.launcher import ternary_params_launcher
+from mpsgen.facts.params import exec_with_params_available
 from mpsgen.facts.perdevice import mps_function_state
-from mpsgen.facts.resolve import OpSpec, Options
-from mpsgen.facts.rules import choose_groups, output_type, refuse_uncalled_groups
+from mpsgen.facts.resolve import OpSpec, Options, resolve_op
+from mpsgen.facts.rules import choose_groups, int_to_float_reason, output_type, refuse_uncalled_groups
 from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
 from mpsgen.model import FileChange, Location, Note
 from mpsgen.read.c10lib import checkout_functions
-from mpsgen.read.checkout import NATIVE_FUNCTIONS
+from mpsgen.read.checkout import NATIVE_DIR, NATIVE_FUNCTIONS
 from mpsgen.read.kernelfile import namespace_prefixes
 from mpsgen.read.metalhost.check import SKIPPED, DiagnosticContext, compile_metal_file
 from mpsgen.read.metalhost.owners import diagnostic_owners
@@ -115,6 +118,9 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     notes = warning + fallback_notes(body, c10_functions)
     if body.derived:
         notes += (Note("info", f"body: from {body.location}, {body.describe}"),)
+    if body.source == "expr" and options.dtypes is None and "int2float" in choice.groups:
+        notes += (Note("info", f"int2float registered for the --expr body: integer inputs give float "
+                               f"({int_to_float_reason(spec.facts)})", spec.facts.entries[0].location),)
     return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
                         notes=notes, body=body)
 
@@ -126,7 +132,8 @@ def choose_body(views: Views, spec: OpSpec, options: Options) -> tuple[Body, tup
     while True:
         body = find_body(body_resolution(views, spec, options), op=spec.op, name=spec.functor, arity=spec.arity,
                          alpha=spec.alpha, expr=options.expr, dtypes=options.dtypes, forced=options.body,
-                         alpha_name=spec.alpha_name)
+                         alpha_name=spec.alpha_name, promotes=int_to_float_reason(spec.facts),
+                         scalar=scalar_naming(spec))
         body = replace(body, output=output_type(spec.facts, body.output))  # signbit's meta: bool
         try:
             return body, choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
@@ -137,6 +144,18 @@ def choose_body(views: Views, spec: OpSpec, options: Options) -> tuple[Body, tup
                 raise
             why = f"its body serves {', '.join(body.supports)} only, and {exc.message.split(': ', 1)[-1]}"
             options = replace(options, rejected=options.rejected + ((body.source, why),))
+
+
+def scalar_naming(spec: OpSpec) -> str:
+    """How the functor's scalar operand got its name (for an --expr naming something else): the
+    shared function's call of the stub names it, else nothing in the checkout does."""
+    if not spec.alpha:
+        return ""
+    if spec.call is not None and spec.alpha_name != "alpha":
+        return (f"{spec.alpha_name} is the Scalar {spec.stub.name} takes, named as {spec.call.function} passes it "
+                f"at {spec.call.where}")
+    return (f"alpha is the Scalar {spec.stub.name} takes ({spec.stub.signature}): no call of it in this checkout's "
+            f"{NATIVE_DIR}/*.cpp names it, so it is alpha")
 
 
 def body_resolution(views: Views, spec: OpSpec, options: Options) -> BodyResolution:
@@ -261,7 +280,9 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
                                   registered=c.views.registrations(spec.stub.name), function_text=function_text)
         return
     if kernel.params is not None:
-
+        if kernel.params.arity == 3 and not exec_with_params_available(c.views.ws, 3):
+            # the library's ternary params launcher, which this checkout lacks (`params_arity` checked it can be added)
+            yield from plan_launcher(c.read, c.templates, ternary_params_launcher(c.views.ws))
         yield plan_include(c.read(spec.host_file), spec.host_file, kernel.params.include)
         yield plan_include(c.read(spec.host_file), spec.host_file, "fmt/format.h")
     if spec.compiled is not None and spec.compiled.host_file == spec.host_file:
@@ -321,8 +342,12 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
             return
         for note in spec.notes:
             ws.add_note(Note("info", note, spec.composite.functions[0].location if spec.composite.functions else where))
-        ws.add_note(Note("info", f"{spec.op}: no kernel, host or test-list edit (its dtypes are those of what it "
-                                 "calls); the dispatch line and the legacy implementation change", where))
+        kernel = None
+        if spec.composite.registers is not None:
+            kernel = plan_owner_kernel(views, templates, spec, options, steps)
+        else:
+            ws.add_note(Note("info", f"{spec.op}: no kernel, host or test-list edit (its dtypes are those of what it "
+                                     "calls); the dispatch line and the legacy implementation change", where))
         for name, step in steps:
             if name in ("dispatch", "legacy"):
                 context = StepContext(views, templates, spec, options, KernelChoice("composite", "", (), frozenset()))
@@ -331,7 +356,7 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
         ws.add_step("build: cd build && ninja torch_cpu")
         for test in test_names(facts) or (f"test_output_match_{spec.op}",):
             ws.add_step(f"test: python test/test_mps.py -k {test}")
-        return
+        return kernel
     if (spec.per_device is not None and facts.registrations and options.dtypes is None and options.expr is None
             and all((state := mps_function_state(views, body.kernel, spec.stub)) is not None and state.calls_stub
                     and not state.graph for body in spec.per_device.bodies)):
@@ -355,6 +380,28 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
     ws.add_step("build: cd build && ninja torch_cpu")
     for test in test_names(facts) or (f"test_output_match_{spec.op}",):
         ws.add_step(f"test: python test/test_mps.py -k {test}")
+    return context.kernel
+
+
+def plan_owner_kernel(views: Views, templates: Templates, spec: OpSpec, options: Options,
+                      steps: tuple[tuple[str, Step], ...]) -> KernelChoice:
+    """The kernel and host steps of the op owning the stub a composite op's shared function calls
+    (threshold_backward calls threshold_stub with value 0): that stub's kernel, as `migrate OWNER`
+    writes it. The owner's own dispatch line, test lists and MPSGraph kernel stay: `migrate OWNER`
+    later is its dispatch line and the legacy removal (`Composite.describe` says so in the summary)."""
+    stub, owner, where = spec.composite.registers
+    mode = "migrate" if any(name == "legacy" for name, _ in steps) else "new-op"  # the command's own
+    owner_spec = resolve_op(views, owner, replace(options, stub=None, overloads=()), mode=mode)
+    if owner_spec.stub is None or owner_spec.stub.name != stub or owner_spec.composite is not None:
+        raise MpsgenError(f"{spec.op}'s shared function calls {stub} (at {where}), which {owner} does not resolve to",
+                          location=where, hint=f"migrate {owner} first (mpsgen migrate {owner} {spec.op})")
+    context = StepContext(views, templates, owner_spec, options, choose_kernel(views, templates, owner_spec, options))
+    for name, step in steps:
+        if name in ("kernel", "host"):
+            for change in step(context):
+                views.ws.apply(change)
+        if name == "kernel" and options.expr is not None and context.kernel.text:
+            check_expr(views, owner_spec, options.expr)
     return context.kernel
 
 

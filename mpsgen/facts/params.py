@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.catalog import lookup
+from mpsgen.facts.launcher import ternary_params_launcher
 from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, MPS_DIR, NATIVE_DIR, Texts
 from mpsgen.read.cpp import mask_code, match_brace
@@ -274,6 +275,13 @@ def _match_in_order(stub: Stub, entry, extras, kinds, args, where, call) -> list
     not take; refused when they do not pair off."""
     pending = list(args)
     out = []
+    takes = [a for a in args if a[0] in SCHEMA_KINDS]
+    if (any(name == "reduction" for _, name in args) and len(extras) == len(takes) + 1
+            and extras[0] in ("const Scalar&", "double")):
+        # a loss's backward: its first parameter is the norm the shared function makes of
+        # `reduction` (signature_fits' rule); with no call read, nothing names it, so it is `alpha`
+        out.append((None, "alpha", "alpha"))
+        extras, kinds = extras[1:], kinds[1:]
     for declared, kind in zip(extras, kinds):
         while pending and pending[0][0] not in SCHEMA_KINDS:  # `int reduction`: the function's own
             pending.pop(0)
@@ -323,14 +331,19 @@ def params_arity(ws: Texts, op: str, stub: Stub, functor: str, schema_arity: int
             hint="write the kernel by hand",
         )
     if arity == 3 and not exec_with_params_available(ws, arity):
-        raise MpsgenError(
-            f"{stub.name} ({stub.signature}) passes a ternary kernel several values, which needs a params struct and "
-            f"MetalShaderLibrary::exec_ternary_kernel_with_params; this checkout's {MPS_DIR}/MetalShaderLibrary.h "
-            f"does not declare it{_ternary_launchers(ws)}",
-            location=where,
-            hint="write the kernel by hand, or add exec_ternary_kernel_with_params to the library first",
-        )
-    if not exec_with_params_available(ws, arity):
+        # mpsgen adds the launcher (`mpsgen.edit.launcher`) where the checkout's kernels and library
+        # say how; otherwise the piece missing is named
+        launcher = ternary_params_launcher(ws)
+        if isinstance(launcher, str):
+            raise MpsgenError(
+                f"{stub.name} ({stub.signature}) passes a ternary kernel several values, which needs a params struct "
+                f"and MetalShaderLibrary::exec_ternary_kernel_with_params; this checkout's "
+                f"{MPS_DIR}/MetalShaderLibrary.h does not declare it{_ternary_launchers(ws)}, and mpsgen cannot add "
+                f"it: {launcher}",
+                location=where,
+                hint="write the kernel by hand, or add exec_ternary_kernel_with_params to the library first",
+            )
+    if arity != 3 and not exec_with_params_available(ws, arity):
         raise MpsgenError(
             f"{stub.name} ({stub.signature}) needs MetalShaderLibrary::{EXEC_WITH_PARAMS[arity]}, which this "
             f"checkout's {MPS_DIR}/MetalShaderLibrary.h does not declare",

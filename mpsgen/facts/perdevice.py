@@ -28,14 +28,13 @@ from mpsgen.facts.params import EnumType, _enum_name
 from mpsgen.facts.views import DispatchSite, Views, is_legacy_line, is_shared_line, resolve_stub
 from mpsgen.model import Location
 from mpsgen.read.checkout import NATIVE_DIR
-from mpsgen.read.cpp import find_definitions, find_directives, mask_code
+from mpsgen.read.cpp import find_definitions, find_directives, mask_code, match_brace
 from mpsgen.read.stubcall import function_parts, read_stub_call
 from mpsgen.read.stubs import Stub
 from mpsgen.textedit import LineIndex
 
 # MPSGraph construction in a host function's body (as `facts.rules.MPSGRAPH` marks graph sites)
 _GRAPH = re.compile(r"\b(?:MPSGraph\w*|LookUpOrCreateCachedGraph|runMPSGraph|mpsGraph)\b")
-_CPU = re.compile(r"\b(?:(?:c10::|at::)?(?:DeviceType::CPU|kCPU))\b")
 
 
 @dataclass(frozen=True)
@@ -46,6 +45,7 @@ class MpsBody:
     location: Location  # its definition
     text: str  # the statements, each line ending in a newline
     how: str  # where the call was read (path:line)
+    inputs: int = 0  # the iterator's inputs a copied body builds (0: the structured iterator, the schema's)
 
 
 @dataclass(frozen=True)
@@ -116,11 +116,12 @@ def per_device_of(views: Views, op: str, entries, stub: Stub, enums: dict[str, E
                               hint="port it by hand")
         parameters = parts[0]
         where = Location(rel, LineIndex(text).line_of(d.code_start))
+        inputs = 0
         if d.kind == "impl-func":
             body, how = _structured_call(views, op, cpu, mps, stub, enums, parameters, cpp)
         else:
-            body, how = _copied_body(views, op, cpu, mps, stub, parameters, cpp)
-        bodies.append(MpsBody(mps.line.kernel, where, body, how))
+            body, how, inputs = _copied_body(views, op, cpu, mps, stub, parameters, cpp, _mps_reads(views, sites))
+        bodies.append(MpsBody(mps.line.kernel, where, body, how, inputs))
     return PerDevice(sites, tuple(bodies))
 
 
@@ -190,41 +191,110 @@ def _declared_args(op, mps, stub, enums, parameters) -> tuple[list[str], str]:
     return args, how
 
 
-def _copied_body(views, op, cpu, mps, stub, parameters, cpp) -> tuple[str, str]:
-    found = _definition(views, cpp, cpu.line.kernel) if cpp else None
+_DEVICE = {"CPU": re.compile(r"\b(?:(?:c10::|at::)?(?:DeviceType::CPU|kCPU))\b"),
+           "CUDA": re.compile(r"\b(?:(?:c10::|at::)?(?:DeviceType::CUDA|kCUDA))\b")}
+_INPUT = re.compile(r"\.\s*add_(?:const_)?input\s*\(\s*(\w+)\s*\)")
+
+
+def _mps_reads(views: Views, sites) -> frozenset[str] | None:
+    """The op's tensor arguments (schema names) its legacy MPS functions read: a parameter used in
+    a body other than as an argument of a call of another of the op's MPS functions (the functional
+    one hands the out= one everything). log_sigmoid_backward's read self and grad_output, never the
+    CPU forward's `buffer` (MPS's forward leaves it empty). None when a body cannot be read."""
+    kernels = {mps.line.kernel for _, mps in sites}
+    reads = set()
+    for _, mps in sites:
+        found = mps_definition(views, mps.line.kernel)
+        if found is None:
+            return None
+        rel, text, d = found
+        parts = function_parts(text, d)
+        if parts is None:
+            return None
+        parameters, open_at, close_at = parts
+        code = mask_code(text)[open_at + 1 : close_at]
+        for name in kernels:
+            for m in reversed(list(re.finditer(rf"\b{re.escape(name)}\s*\(", code))):
+                close = match_brace(code, m.end() - 1)
+                code = code[: m.start()] + " " * (close + 1 - m.start()) + code[close + 1 :]
+        schema = [(name, kw and "!" in type_) for type_, name, kw in mps.entry.arguments]
+        for i, (type_, name) in enumerate(parameters):
+            if ("Tensor" in type_ and i < len(schema) and not schema[i][1]
+                    and re.search(rf"\b{re.escape(name)}\b", code)):
+                reads.add(schema[i][0])
+    return frozenset(reads)
+
+
+def _device_body(views, cpp, line, device: str, stub):
+    """(rel, text, parameters, open, close, the stub call's offset in the body, the schema names of the
+    iterator's inputs) of a device function building its own iterator, or why it cannot be used."""
+    found = _definition(views, cpp, line.kernel)
     if found is None:
-        why = (f"this checkout has no {NATIVE_DIR}/*.cpp (a wheel ships none)" if not cpp
-               else f"{cpu.line.kernel} is not defined in {NATIVE_DIR}/*.cpp")
-        raise MpsgenError(f"{mps.line.kernel} builds its own iterator (it is not structured) and {why}: how the CPU "
-                          f"function {cpu.line.kernel} builds the iterator it hands {stub.name} was not read",
-                          location=mps.line.location,
-                          hint=f"run on a source checkout, or port {mps.line.kernel} by hand")
+        return f"{line.kernel} is not defined in {NATIVE_DIR}/*.cpp"
     rel, text, d = found
     parts = function_parts(text, d)
     where = Location(rel, LineIndex(text).line_of(d.code_start))
     if parts is None:
-        raise MpsgenError(f"{cpu.line.kernel}'s body cannot be delimited", location=where,
-                          hint=f"port {mps.line.kernel} by hand")
-    cpu_parameters, open_at, close_at = parts
+        return MpsgenError(f"{line.kernel}'s body cannot be delimited", location=where, hint="port it by hand")
+    parameters, open_at, close_at = parts
     inner = text[open_at + 1 : close_at]
     masked = mask_code(inner)
     if find_directives(inner, masked):
-        raise MpsgenError(f"{cpu.line.kernel}'s body has preprocessor conditionals (the CPU's own branches): "
-                          f"which of its lines MPS takes is not one mpsgen can tell", location=where,
-                          hint=f"port {mps.line.kernel} by hand")
+        return MpsgenError(f"{line.kernel}'s body has preprocessor conditionals (the {device}'s own branches): "
+                           f"which of its lines MPS takes is not one mpsgen can tell", location=where,
+                           hint="port it by hand")
     calls = [m for m in re.finditer(rf"\b{re.escape(stub.name)}\s*\(\s*", masked)]
-    if len(calls) != 1 or not _CPU.match(masked, calls[0].end()):
-        raise MpsgenError(f"{cpu.line.kernel} does not call {stub.name} once for kCPU", location=where,
-                          hint=f"port {mps.line.kernel} by hand")
-    body = _renamer(cpu_parameters, parameters)(inner)
-    masked = mask_code(body)
-    spans = [(m.start(), m.end()) for m in _CPU.finditer(masked)]
-    for start, end in reversed(spans):
-        body = body[:start] + "kMPS" + body[end:]
-    lines = body.strip("\n").split("\n")
-    body = "".join(line.rstrip() + "\n" for line in lines)
-    line = LineIndex(text).line_of(open_at + 1 + calls[0].start())
-    return body, f"as {cpu.line.kernel}'s body makes it ({rel}:{line} calls {stub.name}), for kMPS"
+    if len(calls) != 1 or not _DEVICE[device].match(masked, calls[0].end()):
+        return MpsgenError(f"{line.kernel} does not call {stub.name} once for k{device}", location=where,
+                           hint="port it by hand")
+    position = {name: i for i, (_, name) in enumerate(parameters)}
+    inputs = tuple(m.group(1) for m in _INPUT.finditer(masked))
+    return rel, text, parameters, open_at, close_at, calls[0].start(), inputs, position
+
+
+def _copied_body(views, op, cpu, mps, stub, parameters, cpp, reads) -> tuple[str, str, int]:
+    """The body of the device function whose iterator reads only tensors MPS reads: the CPU's, else
+    the CUDA's (log_sigmoid_backward: the CPU's iterator holds the CPU forward's `buffer`, which MPS's
+    forward leaves empty; the CUDA's does not read it), its device made kMPS."""
+    if not cpp:
+        read = f" (its legacy MPS functions read {', '.join(sorted(reads))})" if reads else ""
+        raise MpsgenError(f"{mps.line.kernel} builds its own iterator (it is not structured) and this checkout has no "
+                          f"{NATIVE_DIR}/*.cpp (a wheel ships none): {stub.name} ({stub.signature}) takes an iterator "
+                          f"whose operands and their order only the device functions' bodies state ({cpu.line.kernel} "
+                          f"and the CUDA one){read}",
+                          location=mps.line.location,
+                          hint=f"run on a checkout with {NATIVE_DIR}/*.cpp, or port {mps.line.kernel} by hand")
+    cuda = next((ln for ln in cpu.entry.dispatch if "CUDA" in ln.keys and "CPU" not in ln.keys), None)
+    schema = [name for _, name, _ in cpu.entry.arguments]
+    turned = []
+    for device, line in (("CPU", cpu.line), ("CUDA", cuda)):
+        if line is None:
+            continue
+        found = _device_body(views, cpp, line, device, stub)
+        if isinstance(found, MpsgenError):
+            raise MpsgenError(found.message, location=found.location, hint=f"port {mps.line.kernel} by hand")
+        if isinstance(found, str):
+            turned.append(found)
+            continue
+        rel, text, device_parameters, open_at, close_at, call_at, inputs, position = found
+        named = [schema[position[n]] if n in position and position[n] < len(schema) else n for n in inputs]
+        unread = [n for n in named if reads is not None and n not in reads]
+        if unread:
+            turned.append(f"{line.kernel}'s iterator reads {', '.join(unread)}, which {op}'s legacy MPS functions "
+                          f"never read")
+            continue
+        body = _renamer(device_parameters, parameters)(text[open_at + 1 : close_at])
+        masked = mask_code(body)
+        for m in reversed(list(_DEVICE[device].finditer(masked))):
+            body = body[: m.start()] + "kMPS" + body[m.end() :]
+        lines = body.strip("\n").split("\n")
+        body = "".join(ln.rstrip() + "\n" for ln in lines)
+        at = LineIndex(text).line_of(open_at + 1 + call_at)
+        why = f" ({'; '.join(turned)})" if turned else ""
+        return body, f"as {line.kernel}'s body makes it ({rel}:{at} calls {stub.name}), for kMPS{why}", len(inputs)
+    raise MpsgenError(f"{mps.line.kernel} builds its own iterator (it is not structured) and no device function's "
+                      f"body can be taken: {'; '.join(turned)}", location=mps.line.location,
+                      hint=f"port {mps.line.kernel} by hand")
 
 
 @dataclass(frozen=True)

@@ -80,13 +80,21 @@ class Composite:
 
     functions: tuple[SharedFunction, ...]
     served: tuple[tuple[str, Location, str], ...]
+    # another op's stub it calls that has no MPS registration yet: (stub, owner op, where it is called);
+    # migrating the op registers that stub's kernel first (threshold_backward -> threshold_stub)
+    registers: tuple[str, str, Location] | None = None
 
     def describe(self) -> str:
         if not self.functions:
             return "MPS is on its shared dispatch line (no aten/src/ATen/native/*.cpp here to read what it calls)"
-        calls = "; ".join(f"{what} (called at {where}) is served on MPS by {by}" for what, where, by in self.served)
+        calls = [f"{what} (called at {where}) is served on MPS by {by}" for what, where, by in self.served]
+        if self.registers is not None:
+            stub, owner, where = self.registers
+            calls.append(f"{stub}, {owner}'s stub (called at {where}), gets its MPS kernel registered with this "
+                         f"migration ({owner}'s own MPS line stays on its MPSGraph kernel until `mpsgen migrate "
+                         f"{owner}`, which is then its dispatch line and the legacy removal)")
         names = ", ".join(f"{f.name} ({f.location})" for f in self.functions)
-        return f"{names}: {calls}"
+        return f"{names}: {'; '.join(calls)}"
 
 
 # the ATen reductions a loss's shared function reduces through
@@ -120,10 +128,13 @@ def stub_owner(views: Views, op: str, stub: Stub) -> str | None:
     return stem if any("CPU" in line.keys for e in entries for line in e.dispatch) else None
 
 
-def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: Stub | None):
+def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: Stub | None, *,
+                 register: bool = True):
     """`Composite` when the op's shared functions only call what MPS already serves, a refusal
     (MpsgenError) naming what is missing when they call ops or another op's stub MPS lacks, else
-    None (the op has a stub of its own to generate a kernel for)."""
+    None (the op has a stub of its own to generate a kernel for). Another op's stub with no MPS
+    registration is one the migration registers (`Composite.registers`) when `register` and
+    nothing else is missing; `verify` (`register=False`) judges it missing."""
     if not shared:
         return None
     functions = shared_functions(views, list(dict.fromkeys(site.line.kernel for site in shared)))
@@ -134,12 +145,14 @@ def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: 
         return None
     if stub is None and any(f.stubs for f in functions):
         return None  # it calls stubs, none resolved: the stub's refusal says which
-    served, missing = [], []
+    served, missing, registers = [], [], None
     if stub is not None:
         where = next(w for f in functions for name, w in f.stubs if name == stub.name)
         registered = views.registrations(stub.name)
         if registered:
             served.append((f"{stub.name} ({owner}'s stub)", where, f"REGISTER_DISPATCH at {registered[0].location}"))
+        elif register:
+            registers = (stub.name, owner, where)
         else:
             missing.append((f"{stub.name}, {owner}'s stub (called at {where}), has no MPS registration",
                             f"migrate {owner} first (mpsgen migrate {owner} {op})"))
@@ -159,7 +172,7 @@ def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: 
                            "does not serve yet: "
                            + "; ".join(m for m, _ in missing),
                            location=functions[0].location, hint="; ".join(dict.fromkeys(h for _, h in missing)))
-    return Composite(functions, tuple(served))
+    return Composite(functions, tuple(served), registers)
 
 
 def composite_judgement(views: Views, facts: OpFacts) -> Composite | MpsgenError | str | None:
@@ -171,7 +184,7 @@ def composite_judgement(views: Views, facts: OpFacts) -> Composite | MpsgenError
         return None
     if facts.stub is not None and stub_owner(views, facts.op, facts.stub) is None:
         return None
-    judged = composite_of(views, facts.op, facts.shared, facts.stub)
+    judged = composite_of(views, facts.op, facts.shared, facts.stub, register=False)
     if judged is None and facts.stub is None:
         if not views.checkout.glob(NATIVE_DIR, "*.cpp"):
             return (f"{facts.op} has no stub and this checkout has no {NATIVE_DIR}/*.cpp (a wheel ships none): "
@@ -267,6 +280,15 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                           location=stub.location, hint="give its op struct with --identity and --combine")
     carrier = facts.shared[0].entry if per_device is None else per_device.carrier
     arity = len(carrier.tensor_inputs)
+    built = {body.inputs for body in per_device.bodies} if per_device is not None else set()
+    if built - {0}:
+        # a copied body builds its own iterator: its inputs are the kernel's operands
+        # (log_sigmoid_backward: self and grad_output, as the CUDA function builds it)
+        if len(built) > 1:
+            raise Refusal(f"{op}'s MPS functions would build iterators of {' and '.join(map(str, sorted(built)))} "
+                          "inputs: one kernel cannot serve both", location=per_device.bodies[0].location,
+                          hint="port them by hand")
+        arity = built.pop()
     kernel_file, host_file = _family_files(views, stub, options)
     call = shared_call(views, facts.shared or tuple(cpu for cpu, _ in per_device.sites), stub)
     if is_params_stub(stub, checkout_enums(views.ws)):
@@ -559,7 +581,10 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
                 stub_problem,
                 hint=f"did you mean: {', '.join(close)}?" if close else "name a stub declared with DECLARE_DISPATCH in aten/src/ATen/native/*.h",
             )
-        return MpsgenError(stub_problem, location=shared[0].line.location, hint="pass --stub NAME")
+        hint = "pass --stub NAME"
+        if not views.checkout.glob(NATIVE_DIR, "*.cpp"):
+            hint += f", or run on a checkout with {NATIVE_DIR}/*.cpp (a source checkout)"
+        return MpsgenError(stub_problem, location=shared[0].line.location, hint=hint)
     outside = out_of_family(stub)
     if outside is not None:
         return MpsgenError(outside, location=stub.type_location or stub.location,

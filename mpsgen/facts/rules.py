@@ -360,8 +360,9 @@ def promotes_int_to_float(facts: OpFacts) -> bool:
 def int_to_float_reason(facts: OpFacts) -> str:
     """Why integer inputs of the op give float ("" when nothing says they do)."""
 
-    if any(ref.promotes_int_to_float for ref in facts.refs if ref.kind != "python-ref"):
-        return "promotes_int_to_float"
+    ref = next((ref for ref in facts.refs if ref.kind != "python-ref" and ref.promotes_int_to_float), None)
+    if ref is not None:
+        return f"its OpInfo at {ref.location} sets promotes_int_to_float"
     cpu = facts.cpu_output
     if cpu.kind == INT2FLOAT:
         return f"its CPU implementation builds a float output for them at {cpu.location}"

@@ -945,7 +945,26 @@ def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], overri
     why += ")"
     if len(declared) > 1:
         why += f"; several stubs named after it are registered for MPS: {', '.join(s.name for s in declared)}"
+    if carrier is not None and not functions:
+        why += part_named_stubs(views, op, carrier)
     return None, why, tuple(candidates), ""
+
+
+def part_named_stubs(views: Views, op: str, carrier: YamlEntry) -> str:
+    """What to say of the stubs named like the start of an op whose stub was not found and whose
+    shared function was not read (a wheel ships no .cpp): `threshold_stub` for threshold_backward,
+    whose shared function passes it value 0. Each candidate, and why the headers alone do not
+    confirm it: its declared parameters do not take the op's arguments ("" when there is none)."""
+    named = sorted((s for n, s in views.all_stubs().items()
+                    if op.startswith(n.removesuffix("_stub") + "_") and n.endswith("_stub")), key=lambda s: s.name)
+    if not named:
+        return ""
+    args = [name for type_, name, kw in carrier.arguments if not type_.startswith("Tensor") and not (kw and "!" in type_)]
+    given = f"{carrier.name}'s {len(args)} non-tensor argument{'' if len(args) == 1 else 's'} ({', '.join(args) or 'none'})"
+    listed = ", ".join(f"{s.name} ({s.location}: {s.signature}, which "
+                       f"{'takes' if signature_fits(s, carrier) else 'does not take'} {given})" for s in named)
+    return (f"; named like its start: {listed}; a name alone is no proof, and only the shared function's call "
+            f"(in {NATIVE_DIR}/*.cpp, which this checkout lacks) says which stub and values it passes")
 
 
 def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[str, ...] = ()) -> OpFacts:

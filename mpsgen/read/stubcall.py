@@ -50,13 +50,15 @@ class StubCall:
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
-def read_stub_call(texts, functions: tuple[str, ...], stub: str) -> StubCall | None:
+def read_stub_call(texts, functions: tuple[str, ...], stub: str, files: tuple[str, ...] | None = None) -> StubCall | None:
     """The first call of `stub` in one of `functions` (the shared kernels named by the op's
-    dispatch lines, in the order given) in the checkout's `aten/src/ATen/native/*.cpp`; None when
-    the checkout has no such function or it does not call the stub."""
+    dispatch lines, in the order given) in the checkout's `aten/src/ATen/native/*.cpp` (or `files`:
+    a per-device op's MPS functions in operations/*.mm); None when the checkout has no such
+    function or it does not call the stub."""
 
     checkout = getattr(texts, "checkout", texts)
-    paths = [rel for rel in checkout.glob(NATIVE_DIR, "*.cpp") if stub in texts.read(rel)]
+    candidates = files if files is not None else checkout.glob(NATIVE_DIR, "*.cpp")
+    paths = [rel for rel in candidates if stub in texts.read(rel)]
     for function in functions:
         for rel in paths:
             text = texts.read(rel)

@@ -12,7 +12,7 @@ from mpsgen.facts.perdevice import per_device_sites
 from mpsgen.facts.reduction import reduction_of
 from mpsgen.facts.views import METAL_TO_TORCH, Views, read_op
 from mpsgen.model import Location
-from mpsgen.read.checkout import NATIVE_DIR, Checkout
+from mpsgen.read.checkout import NATIVE_DIR, OPERATIONS_DIR, Checkout
 from mpsgen.read.cpp import mask_code, match_brace, split_top_level
 from mpsgen.read.stubcall import StubArg, StubCall, read_stub_call
 
@@ -28,6 +28,19 @@ KNOWN_CALLS = {
         (StubArg("norm", "norm", "reduction == Reduction::Mean ? 2. / input.numel() : 2.", ("reduction", "input")),),
         (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
          ("int64_t", "reduction"), ("Tensor&", "grad_input"))),
+    # huber_loss_backward_out / smooth_l1_loss_backward_out: the norm of the reduction, then the double
+    "huber_backward_stub": StubCall(
+        "huber_loss_backward_out", Location("aten/src/ATen/native/Loss.cpp", 0),
+        (StubArg("norm", "norm", "(reduction == Reduction::Mean) ? (1. / input.numel()) : 1.", ("reduction", "input")),
+         StubArg("delta", "delta", "delta", ("delta",))),
+        (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
+         ("int64_t", "reduction"), ("double", "delta"), ("Tensor&", "grad_input"))),
+    "smooth_l1_backward_stub": StubCall(
+        "smooth_l1_loss_backward_out", Location("aten/src/ATen/native/Loss.cpp", 0),
+        (StubArg("norm", "norm", "reduction == Reduction::Mean ? 1. / input.numel() : 1.", ("reduction", "input")),
+         StubArg("beta", "beta", "beta", ("beta",))),
+        (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
+         ("int64_t", "reduction"), ("double", "beta"), ("Tensor&", "grad_input"))),
 }
 
 
@@ -123,7 +136,10 @@ def _stub_call(checkout: Checkout, facts, sites) -> StubCall | None:
         return None
     call = read_stub_call(checkout, tuple(dict.fromkeys(s.line.kernel for s in sites)), facts.stub.name)
     if call is None and not any(p.endswith(".cpp") for p in checkout.glob(NATIVE_DIR, "*.cpp")):
-        return KNOWN_CALLS.get(facts.stub.name)
+        mps = tuple(dict.fromkeys(m.line.kernel for _, m in per_device_sites(facts.entries)))
+        if mps:  # a per-device op: its MPS functions call the stub for kMPS (migrate wrote the call)
+            call = read_stub_call(checkout, mps, facts.stub.name, files=tuple(checkout.glob(OPERATIONS_DIR, "*.mm")))
+        return call or KNOWN_CALLS.get(facts.stub.name)
     return call
 
 

@@ -63,12 +63,30 @@ def _required_tensor_args(schema) -> int | None:
     return len(required)
 
 
+# An op's tensor argument that CPU reads as another op made it: log_sigmoid_backward's `buffer` is
+# what the CPU forward writes for `self` (MPS's kernel never reads it: its forward leaves it empty),
+# so the CPU reference gets that one instead of an arbitrary tensor.
+# op -> (argument index, producing op, index of the argument it is made from, output index)
+DERIVED_ARGUMENTS = {"log_sigmoid_backward": (2, "log_sigmoid_forward", 1, 1)}
+
+
 def torch_reference(op: str, arity: int) -> tuple[Reference | None, str]:
     """torch's CPU op as a reference, or None and why not."""
     overload, label = _cpu_overload(op, _OVERLOADS, lambda schema: _required_tensor_args(schema) == arity,
                                     f"{arity} tensors")
     if overload is None:
         return None, label
+    if op in DERIVED_ARGUMENTS:
+        index, producer, source, output = DERIVED_ARGUMENTS[op]
+        make = getattr(import_torch().ops.aten, producer)
+        label += f" (its {overload._schema.arguments[index].name} made by aten::{producer})"
+
+        def derived(*tensors, f=overload, **kwargs):
+            tensors = list(tensors)
+            tensors[index] = make(tensors[source])[output]
+            return f(*tensors, **kwargs)
+
+        return Reference(label, lambda inputs, _out, f=derived: _run_torch(f, inputs, None)), ""
     # a loss (mse_loss): its stub takes no reduction, the shared function reduces after the kernel;
     # the elementwise values it reduces are the op's with reduction=None (at::Reduction::None, 0)
     held = {a.name: 0 for a in overload._schema.arguments

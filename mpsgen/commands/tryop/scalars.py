@@ -43,7 +43,9 @@ REDUCTION = {"Reduction::None": 0, "Reduction::Mean": 1, "Reduction::Sum": 2, "a
 # functions (Loss.cpp) build theirs from (input, target, grad_output), grad_output last.
 ITERATOR_OPERANDS = {"threshold": (0, 0), "threshold_backward": (1, 0), "leaky_relu_backward": (1, 0),
                      "mse_loss_backward": (1, 2, 0), "huber_loss_backward": (1, 2, 0),
-                     "smooth_l1_loss_backward": (1, 2, 0)}
+                     "smooth_l1_loss_backward": (1, 2, 0),
+                     # the MPS functions build (self, grad_output), as the CUDA ones do (no buffer)
+                     "log_sigmoid_backward": (1, 0)}
 
 # Sample values per argument kind, each tried with the other arguments at their base value.
 _SCALAR_VARIANTS = (2.0, -1.0, 0.0)
