@@ -260,6 +260,48 @@ def test_a_verdict_is_kept_for_the_same_planned_kernel_and_asked_again_for_anoth
     assert len(runs) == 2
 
 
+def test_a_verdict_depends_on_the_ops_own_yaml_entries_and_a_try_that_could_not_run_is_not_kept(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from mpsgen.commands import bodycheck
+
+    runs = []
+    passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0)]
+    monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
+    monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")  # none kept before
+    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: runs.append(1) or SimpleNamespace(results=passed))
+    root = copy_checkout(tmp_path)
+    yaml = root / "aten/src/ATen/native/native_functions.yaml"
+    original = yaml.read_text()
+    _plan(root, "new-op", "copysign", body="cpu")
+    # another op's entry changes (and every line after it moves): the same verdict
+    yaml.write_text(original.replace("    SparseCsrCPU, SparseCsrCUDA, SparseCsrMeta: atanh_sparse_csr_out\n",
+                                     "    SparseCsrCPU, SparseCsrCUDA, SparseCsrMeta: atanh_sparse_csr_out\n  tags: core\n", 1))
+    assert yaml.read_text() != original
+    notes = [n.message for n in _plan(root, "new-op", "copysign", body="cpu").notes]
+    assert "copysign: checked: 5 values match torch's CPU op" in notes and len(runs) == 1
+    # the op's own entry changes: asked again
+    yaml.write_text(original.replace("copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)\n  device_check: "
+                                     "NoCheck   # TensorIterator\n", "copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) "
+                                     "-> Tensor(a!)\n  device_check: NoCheck\n", 1))
+    assert yaml.read_text() != original
+    _plan(root, "new-op", "copysign", body="cpu")
+    assert len(runs) == 2
+
+    def refused(*args, **kwargs):
+        runs.append(1)
+        raise MpsgenError("no kernel to run")
+
+    monkeypatch.setattr(bodycheck, "try_op", refused)
+    kernel = root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    kernel.write_text(kernel.read_text() + "// another planned kernel\n")
+    for count in (3, 4):  # asked each time: its message may name lines that move
+        with pytest.raises(MpsgenError) as refusal:
+            _plan(root, "new-op", "copysign", body="cpu")
+        assert "--body cpu: no body for copysign: try could not run it: no kernel to run" in refusal.value.message
+        assert len(runs) == count
+
+
 @needs_try
 def test_hardswish_from_the_cpu_kernel_keeps_cpus_order_and_passes_try(tmp_path):
     # cpu/Activation.cpp's lambda multiplies before dividing (x * 6 overflows to inf at FLT_MAX, as CPU

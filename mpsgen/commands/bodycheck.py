@@ -17,10 +17,11 @@ from mpsgen.edit.kernel import KernelChoice
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Note, Plan
 from mpsgen.read.cache import cached_result
-from mpsgen.read.checkout import Checkout, PlannedCheckout
+from mpsgen.read.checkout import NATIVE_FUNCTIONS, Checkout, PlannedCheckout
+from mpsgen.read.nfyaml import NativeFunctions
 
 # what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
-CHECK_VERSION = "bodycheck-2"  # 2: try bundles the headers a plan creates
+CHECK_VERSION = "bodycheck-3"  # 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file
 # the headers a planned kernel includes, besides the files the plan edits
 HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
 
@@ -54,12 +55,19 @@ def check_body(checkout: Checkout, plan: Plan, op: str, kernel: KernelChoice | N
     if unchecked:
         return BodyCheck(None, unchecked, Note("info", f"{op}: body from {body.describe} not checked: {unchecked}"))
     edits = {e.path: e.after for e in plan.edits}
-    # the verdict depends on the kernel as planned, the headers it includes, try's code and torch: kept
-    # in the user cache by exactly those, so scan (which asks for every derived candidate) pays once
+    # the verdict depends on the kernel as planned, the headers it includes, the op's own yaml entries,
+    # try's code and torch: kept in the user cache by exactly those, so scan (which asks for every
+    # derived candidate) pays once, and an edit elsewhere in native_functions.yaml (another op
+    # migrated) keeps it. A try that could not run is not kept: its message may name lines.
     headers = sorted(rel for pattern in HEADERS for rel in checkout.glob(*pattern))
-    inputs = [CHECK_VERSION, op, _torch_version(), *(f"{path}\0{text}" for path, text in sorted(edits.items())),
+    inputs = [CHECK_VERSION, op, _torch_version(),
+              *(f"{path}\0{_relevant(path, text, op)}" for path, text in sorted(edits.items())),
               *(f"{rel}\0{checkout.read(rel)}" for rel in headers if rel not in edits)]
-    kept = cached_result("bodycheck", inputs, lambda: _verdict(checkout, edits, op, body.describe))
+    try:
+        kept = cached_result("bodycheck", inputs, lambda: _verdict(checkout, edits, op, body.describe))
+    except _NotRun as exc:
+        why = f"try could not run it: {exc.message}"
+        kept = _kept("failed", why, f"{op}: body from {body.describe} not written: {why}")
     passed = {"passed": True, "failed": False}.get(kept["verdict"])
     return BodyCheck(passed, kept["why"], Note("info", kept["note"]))
 
@@ -70,8 +78,7 @@ def _verdict(checkout: Checkout, edits: dict[str, str], op: str, describe: str) 
     try:
         report = try_op(planned, op, TryOptions(backend="host", reference="torch"))
     except MpsgenError as exc:
-        why = f"try could not run it: {exc.message}"
-        return _kept("failed", why, f"{op}: body from {describe} not written: {why}")
+        raise _NotRun(exc.message) from exc
     failed = [r for r in report.results if r.status == "failed"]
     matched = sum(r.cases for r in report.results if r.status == "passed")
     if failed:
@@ -86,6 +93,22 @@ def _verdict(checkout: Checkout, edits: dict[str, str], op: str, describe: str) 
     if overflows:  # try's rule: the body gives the float64 value where CPU overflows in an intermediate
         extra += f"; matches CPU except where CPU overflows in an intermediate: {overflows} cases"
     return _kept("passed", "", f"{op}: checked: {matched} values match torch's CPU op{extra}")
+
+
+class _NotRun(Exception):
+    """try refused to run the planned kernel (not kept in the cache)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def _relevant(path: str, text: str, op: str) -> str:
+    """What of an edited file the verdict depends on: native_functions.yaml's entries of the op (try
+    reads no other: `views.read_op`), every other file whole."""
+    if path != NATIVE_FUNCTIONS:
+        return text
+    return "\0".join(text[e.start : e.end] for e in NativeFunctions(text, path).op_entries(op))
 
 
 def _kept(verdict: str, why: str, note: str) -> dict:
