@@ -234,7 +234,9 @@ def legacy_graphs(views: Views, facts: OpFacts) -> list[Graph]:
             definitions = views.definitions(rel)
             if not any(d.name == kernel or kernel in d.args for d in definitions):
                 continue
-            found.append(read_graph(text, rel, kernel, definitions))
+            # read once a text: scan, migrate's plan and its re-plans each ask for it
+            found.append(views.view(f"graph:{kernel}", rel,
+                                    lambda t, rel=rel, kernel=kernel: read_graph(t, rel, kernel, views.definitions(rel))))
             break
     return found
 

@@ -822,11 +822,10 @@ def shared_functions(views: Views, names) -> tuple[SharedFunction, ...]:
 
 
 def _shared_function(views: Views, name: str) -> SharedFunction | None:
-    pattern = re.compile(rf"\b{re.escape(name)}\b")
     for rel in views.checkout.glob(NATIVE_DIR, "*.cpp"):
-        text = views.ws.read(rel)
-        if not pattern.search(text):
+        if name not in views.view("words", rel, _words):  # the file's identifiers, once a text
             continue
+        text = views.ws.read(rel)
         cpu = views.view("cpu", rel, lambda t, rel=rel: read_cpu_file(t, rel))
         if name not in cpu.uses:
             continue
@@ -841,6 +840,10 @@ def _shared_function(views: Views, name: str) -> SharedFunction | None:
         methods = tuple(dict.fromkeys((u.name, Location(rel, u.line)) for u in uses if u.kind == "method"))
         return SharedFunction(name, Location(rel, line), stubs, ops, methods)
     return None
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"\w+", text))
 
 
 def cpu_functions(entries) -> list[str]:
