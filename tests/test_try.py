@@ -101,6 +101,20 @@ def test_cpu_overflowing_in_an_intermediate_is_a_match_only_where_the_value_is_f
     assert compare(Inputs("int", ((1,),)), (5,), (6,), "int", wide=lambda i: 5).mismatches == 1  # exact types: never
 
 
+def test_a_value_of_either_of_the_cpus_scalar_loop_answers_is_a_match_and_a_value_of_neither_is_not():
+    inputs = Inputs("float", ((1.0, 2.0, 3.0),))
+    want = (-1.0, 2.0, -3.0)  # the vectorised loop's
+    # case 0: the scalar loop alone gives 1 and within the strided tensor 1; case 2: alone gives 3 (a
+    # size-dependent value), strided -4: the kernel's -4 matches the strided one
+    alone = {0: (1.0, 1.0), 1: (2.0, 2.0), 2: (3.0, -4.0)}.get
+    result = compare(inputs, (1.0, 2.0, -4.0), want, "float", alone=alone)
+    assert (result.mismatches, result.status) == (0, "passed")
+    assert result.note.startswith("2 cases match the CPU's scalar loop")
+    wrong = compare(inputs, (1.5, 2.0, 4.0), want, "float", alone=alone)
+    assert [m.got for m in wrong.examples] == [1.5, 4.0]
+    assert compare(inputs, (1.0, 2.0, -3.0), want, "float", alone=lambda i: 1.0).status == "passed"  # one value
+
+
 def test_integer_outputs_must_match_exactly():
     inputs = Inputs("int", ((5, 6),))
     assert compare(inputs, (5, 7), (5, 6), "int").mismatches == 1

@@ -21,7 +21,7 @@ from mpsgen.read.checkout import NATIVE_FUNCTIONS, Checkout, PlannedCheckout
 from mpsgen.read.nfyaml import NativeFunctions
 
 # what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
-CHECK_VERSION = "bodycheck-3"  # 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file
+CHECK_VERSION = "bodycheck-4"  # 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor
 # the headers a planned kernel includes, besides the files the plan edits
 HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
 

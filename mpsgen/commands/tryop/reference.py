@@ -167,9 +167,18 @@ def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tup
     result = _run_columns(torch, overload, inputs.columns, compute_in, dtype, scalars, names)
     out_name = str(result.dtype).replace("torch.", "")
 
+    scalar_loop: list = []
+
     def alone(i: int):
+        """Case i's CPU answers from its scalar loop: computed by itself, and within the whole tensor
+        laid out with a stride (TensorIterator runs a strided operand through the scalar loop), which
+        keeps what depends on the tensor's size (a mean loss's norm, 1 / numel)."""
         one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), compute_in, dtype, scalars, names)
-        return _values(torch, one)[0]
+        if not scalar_loop:
+            strided = _run_columns(torch, overload, inputs.columns, compute_in, dtype, scalars, names, strided=True)
+            scalar_loop.append(_values(torch, strided) if strided.shape == result.shape else None)
+        whole = scalar_loop[0]
+        return (_values(torch, one)[0],) + ((whole[i],) if whole is not None else ())
 
     def wide(i: int):
         if dtype not in _REAL_FLOATING or not result.is_floating_point():
@@ -181,8 +190,10 @@ def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tup
 
 
 def _run_columns(torch, overload, columns: tuple, compute_in: str, dtype: str | None = None,
-                 scalars: dict | None = None, names: tuple[str, ...] = ()):
+                 scalars: dict | None = None, names: tuple[str, ...] = (), strided: bool = False):
     tensors = [_tensor(torch, c, compute_in) for c in columns]
+    if strided:  # every other element of a tensor twice as long: not contiguous
+        tensors = [torch.stack([t, t], dim=-1)[..., 0] for t in tensors]
     if names:
         result = overload(**dict(zip(names, tensors)), **(scalars or {}))
     else:
