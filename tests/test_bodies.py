@@ -238,8 +238,10 @@ def test_a_try_that_compares_no_value_is_not_checked(tmp_path, monkeypatch):
     assert not any(": checked: " in n for n in notes)
 
 
-def test_a_verdict_is_kept_for_the_same_planned_kernel_and_asked_again_for_another(tmp_path, monkeypatch):
-    # scan asks migrate's check for every candidate with a derived body: try runs once per planned kernel
+@pytest.fixture
+def counted_try(tmp_path, monkeypatch):
+    """try as the body check runs it, replaced by one that passes 5 float values and counts its runs
+    (the list it returns), with no verdict kept before this test."""
     from types import SimpleNamespace
 
     from mpsgen.commands import bodycheck
@@ -247,8 +249,14 @@ def test_a_verdict_is_kept_for_the_same_planned_kernel_and_asked_again_for_anoth
     runs = []
     passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0)]
     monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
-    monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")  # none kept before
+    monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")
     monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: runs.append(1) or SimpleNamespace(results=passed))
+    return runs
+
+
+def test_a_verdict_is_kept_for_the_same_planned_kernel_and_asked_again_for_another(tmp_path, counted_try):
+    # scan asks migrate's check for every candidate with a derived body: try runs once per planned kernel
+    runs = counted_try
     root = copy_checkout(tmp_path)
     for _ in range(2):
         notes = [n.message for n in _plan(root, "new-op", "copysign", body="cpu").notes]
@@ -260,16 +268,11 @@ def test_a_verdict_is_kept_for_the_same_planned_kernel_and_asked_again_for_anoth
     assert len(runs) == 2
 
 
-def test_a_verdict_depends_on_the_ops_own_yaml_entries_and_a_try_that_could_not_run_is_not_kept(tmp_path, monkeypatch):
-    from types import SimpleNamespace
-
+def test_a_verdict_depends_on_the_ops_own_yaml_entries_and_a_try_that_could_not_run_is_not_kept(tmp_path, monkeypatch,
+                                                                                              counted_try):
     from mpsgen.commands import bodycheck
 
-    runs = []
-    passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0)]
-    monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
-    monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")  # none kept before
-    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: runs.append(1) or SimpleNamespace(results=passed))
+    runs = counted_try
     root = copy_checkout(tmp_path)
     yaml = root / "aten/src/ATen/native/native_functions.yaml"
     original = yaml.read_text()
