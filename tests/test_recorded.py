@@ -139,3 +139,16 @@ def test_scan_without_cpp_offers_both(tmp_path, op):
     assert (f'"op": "{op}"') in result.stdout
     rows = [r for r in json.loads(result.stdout)["ops"] if r["op"] == op]
     assert rows[0]["candidate"]["tier"] in ("ready", "expr"), rows[0]["candidate"]
+
+
+@pytest.mark.parametrize("cpp", [True, False])
+def test_stub_still_overrides_the_record(tmp_path, cpp):
+    # a --stub the shared function does not call is a kernel of its own (it used to stop on StopIteration)
+    root = copy_checkout(tmp_path) if cpp else _without_cpp(tmp_path)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "migrate", "threshold_backward", "--stub", "sigmoid_backward_stub", "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    out = " ".join((result.stdout + result.stderr).split())
+    assert "stub sigmoid_backward_stub: --stub" in out
+    assert "recorded" not in out
+    assert snapshot(root) == before
