@@ -341,7 +341,9 @@ def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
                                      f"{spec.composite.describe()}", where))
             return
         for note in spec.notes:
-            ws.add_note(Note("info", note, spec.composite.functions[0].location if spec.composite.functions else where))
+            ws.add_note(Note("info", note, spec.composite.functions[0].location
+                                        if spec.composite.functions and spec.composite.functions[0].recorded is None
+                                        else where))
         kernel = None
         if spec.composite.registers is not None:
             kernel = plan_owner_kernel(views, templates, spec, options, steps)

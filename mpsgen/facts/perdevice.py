@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.params import EnumType, _enum_name
+from mpsgen.facts.recorded import RecordedIterator, recorded_iterator
 from mpsgen.facts.views import DispatchSite, Views, is_legacy_line, is_shared_line, resolve_stub
 from mpsgen.model import Location
 from mpsgen.read.checkout import NATIVE_DIR
@@ -256,6 +257,10 @@ def _copied_body(views, op, cpu, mps, stub, parameters, cpp, reads) -> tuple[str
     """The body of the device function whose iterator reads only tensors MPS reads: the CPU's, else
     the CUDA's (log_sigmoid_backward: the CPU's iterator holds the CPU forward's `buffer`, which MPS's
     forward leaves empty; the CUDA's does not read it), its device made kMPS."""
+    cuda = next((ln for ln in cpu.entry.dispatch if "CUDA" in ln.keys and "CPU" not in ln.keys), None)
+    record = recorded_iterator(cuda.kernel) if cuda is not None and not cpp else None
+    if record is not None:
+        return _recorded_body(op, mps, stub, parameters, reads, record)
     if not cpp:
         read = f" (its legacy MPS functions read {', '.join(sorted(reads))})" if reads else ""
         raise MpsgenError(f"{mps.line.kernel} builds its own iterator (it is not structured) and this checkout has no "
@@ -264,7 +269,6 @@ def _copied_body(views, op, cpu, mps, stub, parameters, cpp, reads) -> tuple[str
                           f"and the CUDA one){read}",
                           location=mps.line.location,
                           hint=f"run on a checkout with {NATIVE_DIR}/*.cpp, or port {mps.line.kernel} by hand")
-    cuda = next((ln for ln in cpu.entry.dispatch if "CUDA" in ln.keys and "CPU" not in ln.keys), None)
     schema = [name for _, name, _ in cpu.entry.arguments]
     turned = []
     for device, line in (("CPU", cpu.line), ("CUDA", cuda)):
@@ -295,6 +299,42 @@ def _copied_body(views, op, cpu, mps, stub, parameters, cpp, reads) -> tuple[str
     raise MpsgenError(f"{mps.line.kernel} builds its own iterator (it is not structured) and no device function's "
                       f"body can be taken: {'; '.join(turned)}", location=mps.line.location,
                       hint=f"port {mps.line.kernel} by hand")
+
+
+def _recorded_body(op, mps, stub, parameters, reads, record: RecordedIterator) -> tuple[str, str, int]:
+    """A checkout without .cpp: the MPS body built from the recorded iterator of the CUDA function
+    (`facts.recorded.RECORDED_ITERATORS`), once the checkout confirms it: the stub is declared with
+    the recorded parameters and the legacy MPS functions read exactly the recorded inputs."""
+    where = mps.line.location
+    hint = f"port {mps.line.kernel} by hand"
+    declared = stub.params
+    if stub.name != record.stub or tuple(declared) != record.signature:
+        raise MpsgenError(f"{record.describe()}, but {op}'s stub is {stub.name}, declared at {stub.location} as "
+                          f"{stub.signature}, not {record.stub} void(*)({', '.join(record.signature)}); the record "
+                          "does not hold for this checkout", location=where, hint=hint)
+    if reads is None or set(reads) != set(record.inputs):
+        read = ", ".join(sorted(reads)) if reads else "nothing mpsgen can read"
+        raise MpsgenError(f"{record.describe()}, but {op}'s legacy MPS functions read {read}, not "
+                          f"{', '.join(sorted(record.inputs))}; the record does not hold for this checkout",
+                          location=where, hint=hint)
+    schema = [name for _, name, _ in mps.entry.arguments]
+    names = {s: p for s, (_, p) in zip(schema, parameters) if p}
+    missing = [n for n in (*record.inputs, *((record.like,) if record.like else (record.output,))) if n not in names]
+    if missing:
+        raise MpsgenError(f"{record.describe()}, but {mps.line.kernel} takes no parameter for {', '.join(missing)} "
+                          f"of {mps.entry.name}'s schema", location=where, hint=hint)
+    output = names.get(record.output, record.output)
+    lines = []
+    if record.like:
+        lines.append(f"auto {output} = at::empty_like({names[record.like]});")
+    lines.append("auto iter = TensorIteratorConfig()")
+    lines.append(f"    .add_output({output})")
+    lines += [f"    .add_const_input({names[n]})" for n in record.inputs]
+    lines.append("    .build();")
+    lines.append(f"{stub.name}(kMPS, iter);")
+    lines.append("return iter.output();" if record.like else f"return {output};")
+    body = "".join(f"  {line}\n" for line in lines)
+    return body, f"from the {record.describe()}, for kMPS", len(record.inputs)
 
 
 @dataclass(frozen=True)

@@ -87,13 +87,18 @@ class Composite:
     def describe(self) -> str:
         if not self.functions:
             return "MPS is on its shared dispatch line (no aten/src/ATen/native/*.cpp here to read what it calls)"
-        calls = [f"{what} (called at {where}) is served on MPS by {by}" for what, where, by in self.served]
+        recorded = {f.recorded.call.location for f in self.functions if f.recorded is not None}
+
+        def at(where):  # a recorded call has no line in this checkout
+            return "as recorded" if where in recorded else f"called at {where}"
+
+        calls = [f"{what} ({at(where)}) is served on MPS by {by}" for what, where, by in self.served]
         if self.registers is not None:
             stub, owner, where = self.registers
-            calls.append(f"{stub}, {owner}'s stub (called at {where}), gets its MPS kernel registered with this "
+            calls.append(f"{stub}, {owner}'s stub ({at(where)}), gets its MPS kernel registered with this "
                          f"migration ({owner}'s own MPS line stays on its MPSGraph kernel until `mpsgen migrate "
                          f"{owner}`, which is then its dispatch line and the legacy removal)")
-        names = ", ".join(f"{f.name} ({f.location})" for f in self.functions)
+        names = ", ".join(f"{f.name} ({f.recorded.describe() if f.recorded else f.location})" for f in self.functions)
         return f"{names}: {'; '.join(calls)}"
 
 
@@ -147,7 +152,9 @@ def composite_of(views: Views, op: str, shared: tuple[DispatchSite, ...], stub: 
         return None  # it calls stubs, none resolved: the stub's refusal says which
     served, missing, registers = [], [], None
     if stub is not None:
-        where = next(w for f in functions for name, w in f.stubs if name == stub.name)
+        where = next((w for f in functions for name, w in f.stubs if name == stub.name), None)
+        if where is None:
+            return None  # a --stub the shared functions do not call: a kernel of its own, judged as one
         registered = views.registrations(stub.name)
         if registered:
             served.append((f"{stub.name} ({owner}'s stub)", where, f"REGISTER_DISPATCH at {registered[0].location}"))

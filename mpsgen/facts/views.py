@@ -24,6 +24,7 @@ from typing import Any
 
 from mpsgen.dtypes import GROUPS
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.recorded import RecordedCall, mismatch, recorded_call_of_function
 from mpsgen.model import Location
 from mpsgen.read.cache import cached_index
 from mpsgen.read.checkout import (
@@ -813,12 +814,24 @@ class SharedFunction:
     stubs: tuple[tuple[str, Location], ...]
     ops: tuple[tuple[str, Location], ...]
     methods: tuple[tuple[str, Location], ...] = ()  # whole-tensor reductions called as methods: `t.mean()`
+    # a checkout without .cpp: the complete record of what the function calls (`facts.recorded`)
+    recorded: RecordedCall | None = None
 
 
 def shared_functions(views: Views, names) -> tuple[SharedFunction, ...]:
     """Those of `names` (the functions of the op's CPU lines) the checkout's .cpp files define,
-    with what each calls; none when no .cpp defines one (a wheel ships none)."""
+    with what each calls; none when no .cpp defines one (a wheel ships none), except a function
+    whose whole call is recorded (`facts.recorded.RECORDED_CALLS`: threshold_backward_out), which
+    only a checkout with no .cpp at all takes from the record."""
+    if not views.checkout.glob(NATIVE_DIR, "*.cpp"):
+        return tuple(_recorded_function(record) for name in names
+                     if (record := recorded_call_of_function(name)) is not None)
     return tuple(f for name in names if (f := _shared_function(views, name)) is not None)
+
+
+def _recorded_function(record: RecordedCall) -> SharedFunction:
+    return SharedFunction(record.function, record.call.location, ((record.stub, record.call.location),), (),
+                          recorded=record)
 
 
 def _shared_function(views: Views, name: str) -> SharedFunction | None:
@@ -915,6 +928,12 @@ def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], overri
             return (None, f"the CPU functions of {op} call several dispatch stubs: {calls}; "
                           f"which one serves {op} is not one mpsgen can tell", tuple(names), "")
         f, name, where = called[0]
+        if f.recorded is not None:
+            stub = views.stub(name)
+            contradicted = mismatch(f.recorded, stub)
+            if contradicted:
+                return None, f"{contradicted}; the record does not hold for this checkout", (name,), ""
+            return stub, "", (name,), f.recorded.describe()
         return views.stub(name), "", (name,), f"called by {f.name} at {where}"
     candidates = stub_candidates(op, shared) if shared else []
     for name in candidates:

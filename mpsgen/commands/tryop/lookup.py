@@ -9,39 +9,15 @@ from mpsgen.commands.confirm import accepting_command
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.perdevice import per_device_sites
+from mpsgen.facts.recorded import recorded_call_of_stub
 from mpsgen.facts.reduction import reduction_of
 from mpsgen.facts.views import METAL_TO_TORCH, Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.checkout import NATIVE_DIR, OPERATIONS_DIR, Checkout
 from mpsgen.read.cpp import mask_code, match_brace, split_top_level
-from mpsgen.read.stubcall import StubArg, StubCall, read_stub_call
+from mpsgen.read.stubcall import StubCall, read_stub_call
 
 TORCH_TO_METAL = {torch: metal for metal, torch in METAL_TO_TORCH.items()}
-
-
-# What a shared function passes its stub, for a checkout without its .cpp (a wheel), where the call
-# cannot be read: facts of ATen's Loss.cpp (mse_loss_backward_out hands mse_backward_stub the norm of
-# the reduction). With the .cpp in the checkout, the call is read from it instead.
-KNOWN_CALLS = {
-    "mse_backward_stub": StubCall(
-        "mse_loss_backward_out", Location("aten/src/ATen/native/Loss.cpp", 0),
-        (StubArg("norm", "norm", "reduction == Reduction::Mean ? 2. / input.numel() : 2.", ("reduction", "input")),),
-        (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
-         ("int64_t", "reduction"), ("Tensor&", "grad_input"))),
-    # huber_loss_backward_out / smooth_l1_loss_backward_out: the norm of the reduction, then the double
-    "huber_backward_stub": StubCall(
-        "huber_loss_backward_out", Location("aten/src/ATen/native/Loss.cpp", 0),
-        (StubArg("norm", "norm", "(reduction == Reduction::Mean) ? (1. / input.numel()) : 1.", ("reduction", "input")),
-         StubArg("delta", "delta", "delta", ("delta",))),
-        (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
-         ("int64_t", "reduction"), ("double", "delta"), ("Tensor&", "grad_input"))),
-    "smooth_l1_backward_stub": StubCall(
-        "smooth_l1_loss_backward_out", Location("aten/src/ATen/native/Loss.cpp", 0),
-        (StubArg("norm", "norm", "reduction == Reduction::Mean ? 1. / input.numel() : 1.", ("reduction", "input")),
-         StubArg("beta", "beta", "beta", ("beta",))),
-        (("const Tensor&", "grad_output"), ("const Tensor&", "input"), ("const Tensor&", "target"),
-         ("int64_t", "reduction"), ("double", "beta"), ("Tensor&", "grad_input"))),
-}
 
 
 @dataclass(frozen=True)
@@ -130,7 +106,7 @@ def functor_facts(checkout: Checkout, op: str, stub: str | None = None) -> Funct
 
 def _stub_call(checkout: Checkout, facts, sites) -> StubCall | None:
     """What the shared function passes the stub: read from its .cpp, else (a checkout without it)
-    what ATen is known to pass (`KNOWN_CALLS`). `sites`: the dispatch lines naming the CPU function
+    what ATen is recorded to pass (`facts.recorded`). `sites`: the dispatch lines naming the CPU function
     (the shared ones, or a per-device op's CPU lines)."""
     if facts.stub is None:
         return None
@@ -139,7 +115,7 @@ def _stub_call(checkout: Checkout, facts, sites) -> StubCall | None:
         mps = tuple(dict.fromkeys(m.line.kernel for _, m in per_device_sites(facts.entries)))
         if mps:  # a per-device op: its MPS functions call the stub for kMPS (migrate wrote the call)
             call = read_stub_call(checkout, mps, facts.stub.name, files=tuple(checkout.glob(OPERATIONS_DIR, "*.mm")))
-        return call or KNOWN_CALLS.get(facts.stub.name)
+        return call or recorded_call_of_stub(facts.stub.name)
     return call
 
 
