@@ -17,17 +17,22 @@ from mpsgen.model import Location, Plan
 from mpsgen.read.checkout import Checkout
 
 
-def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options) -> Plan:
+def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options, base: Views | None = None,
+                 templates: Templates | None = None) -> Plan:
     """Plan every op in one Workspace: the second op sees the first one's edits, and an error in
     any op means nothing is written at all. A derived body is run by `try` first
-    (`commands.bodycheck`); one that fails is planned again without that source."""
+    (`commands.bodycheck`); one that fails is planned again without that source. `base`, Views of
+    the unedited checkout, lends what it has parsed (`Views.lend`: a view serves only the very text
+    it was built from), and `templates` its compiled templates: scan confirming many candidates."""
     ops = tuple(dict.fromkeys(ops))
     per_op = {op: options for op in ops}
     notes = []
     while True:
         ws = Workspace(checkout)
         views = Views(ws, disk_cache=True)
-        templates = Templates(checkout.root)
+        if base is not None:
+            views.lend(base)
+        templates = templates or Templates(checkout.root)
         kernels = {}
         for op in ops:
             try:
@@ -63,12 +68,12 @@ def on_disk(exc: MpsgenError, ws: Workspace, checkout: Checkout) -> MpsgenError:
     return type(exc)(exc.message, location=Location(where.path, line), hint=exc.hint)
 
 
-def body_turned_down(checkout: Checkout, op: str) -> str:
+def body_turned_down(checkout: Checkout, op: str, base: Views | None = None, templates: Templates | None = None) -> str:
     """Why `mpsgen migrate OP` (no options) would not write the body a source derived for it, as the
     check before writing says it ("...'s body ... not written: try failed: ..."), else "" (written, or
     not checked here: no g++ or torch). `scan` calls an op with a derived body ready only when its
-    body would be written."""
-    plan = plan_migrate(checkout, (op,), Options())
+    body would be written. `base` and `templates` as for `plan_migrate`."""
+    plan = plan_migrate(checkout, (op,), Options(), base, templates)
     turned = [n.message.split(": ", 1)[1] for n in plan.notes if n.message.startswith(f"{op}: body from ")
               and " not written: " in n.message]
     written = any(n.message.startswith(f"{op}: checked: ") for n in plan.notes)

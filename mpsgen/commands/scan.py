@@ -378,7 +378,7 @@ def _derived_candidate(views, op: str, what: str, graph: str) -> Candidate:
     refusal = migrate_refusal(views.checkout, op, views, _templates(views))
     if refusal is not None:  # the body is there, but not for every dtype the tests expect
         return Candidate("expr", f"{what}, but migrate refuses it: {refusal}: pass --expr{graph}")
-    turned_down = body_turned_down(views.checkout, op)
+    turned_down = body_turned_down(views.checkout, op, views, _templates(views))
     if turned_down:  # migrate runs a derived body through try before writing it: so does "ready"
         return Candidate("expr", f"{what}, but {turned_down}: pass --expr{graph}")
     return Candidate("ready", f"{what}{graph}")
