@@ -219,10 +219,11 @@ def _kept(folder: Path, name: str, fields: dict, usable: Callable[[Any], bool], 
 def _prune(folder: Path, keep: int) -> None:
     """Remove the least recently used results of `folder` beyond the `keep` newest."""
     try:
-        entries = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(folder) if e.name.endswith(".json")]
+        names = [e for e in os.scandir(folder) if e.name.endswith(".json")]
+        if len(names) <= keep:  # the common case: no file's age is needed
+            return
+        entries = [(e.stat().st_mtime_ns, e.path) for e in names]
     except OSError:
-        return
-    if len(entries) <= keep:
         return
     for _, path in sorted(entries)[: len(entries) - keep]:
         try:
