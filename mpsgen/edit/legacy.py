@@ -470,12 +470,13 @@ def _reference_locations(sources: dict[str, _Source], name: str, scope: list[_So
     for src in scope:
         if not src.mentions(name):
             continue
-        own = [(d.code_start, d.code_end) for d in src.definitions if d.name == name and d.kind in _SAME_NAME_KINDS]
-        removed = [(d.start, d.end) for d, _ in src.removed]
-        index = LineIndex(src.text)
+        skipped = [(d.code_start, d.code_end) for d in src.definitions if d.name == name and d.kind in _SAME_NAME_KINDS]
+        skipped += [(d.start, d.end) for d, _ in src.removed]
+        index = None  # built for the first reference found (most names have none left)
         for m in re.finditer(rf"\b{re.escape(name)}\b", src.masked):
-            if any(s <= m.start() < e for s, e in own + removed):
+            if any(s <= m.start() < e for s, e in skipped):
                 continue
+            index = index or LineIndex(src.text)
             out.append(Location(src.path, index.line_of(m.start())))
     return out
 
