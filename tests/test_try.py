@@ -193,6 +193,24 @@ def test_an_error_in_the_kernel_file_is_reported_at_its_line(hypot_root):
 
 
 @needs_compiler
+def test_a_functor_that_never_finishes_fails_in_one_line(hypot_root, monkeypatch):
+    # a loop no input ends (a volatile read each turn: the compiler keeps it) stands for a loop as long
+    # as an input's value, which try's extremes (3.4e38) make as good as endless: exit 1 and one line,
+    # not an internal error, and the timeout is try's own (shortened here: the loop never ends)
+    from mpsgen.commands.tryop import run
+
+    monkeypatch.setattr(run, "RUN_TIMEOUT", 1.0)
+    path = hypot_root / BINARY
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("return c10::metal::hypot(", "for (volatile int spin = 0; spin == 0;) {\n    }\n"
+                                 "    return c10::metal::hypot(", 1), encoding="utf-8")
+    result = run_cli(["-C", str(hypot_root), "try", "hypot", "--reference", "catalog"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr == ("mpsgen: error: hypot's functor did not finish on the host in 1 s on try's values "
+                             "(look for a loop bounded by an input's value: try draws extremes such as 3.4e38)\n")
+
+
+@needs_compiler
 @pytest.mark.parametrize("reference", ["catalog", pytest.param("torch", marks=needs_torch)])
 def test_try_finds_a_seeded_wrong_body(tmp_path, reference):
     root = copy_checkout(tmp_path)

@@ -70,10 +70,19 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
         binary = Path(tmp) / "try"
         source.write_text(rewrite_metal(program), encoding="utf-8")
         command = compiler.build_command(source, (), binary)
-        built = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+        try:
+            built = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise MpsgenError(f"the host compiler did not finish the try program in {COMPILE_TIMEOUT:g} s",
+                              hint="run again on a less loaded machine, or on a Mac with MPS (--backend mps)") from None
         if built.returncode != 0:
             raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
-        ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        try:
+            ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:  # the kernel is wrong for a GPU too: a loop as long as an input's value
+            name = f"{functor}'s functor" if functor else "the functor"
+            raise CheckFailed(f"{name} did not finish on the host in {RUN_TIMEOUT:g} s on try's values",
+                              hint="look for a loop bounded by an input's value: try draws extremes such as 3.4e38") from None
     if ran.returncode != 0:
         raise CheckFailed(f"the functor crashed on the host (exit status {ran.returncode}): {ran.stderr.strip()[:200]}",
                           hint="look for integer division by zero or out-of-range indexing in the functor")
