@@ -79,7 +79,7 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
             raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
         try:
             ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired:  # the kernel is wrong for a GPU too: a loop as long as an input's value
+        except subprocess.TimeoutExpired:  # most likely a loop as long as an input's value, which try's extremes make endless
             name = f"{functor}'s functor" if functor else "the functor"
             raise CheckFailed(f"{name} did not finish on the host in {RUN_TIMEOUT:g} s on try's values",
                               hint="look for a loop bounded by an input's value: try draws extremes such as 3.4e38") from None
