@@ -27,12 +27,12 @@ def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options, bas
     ops = tuple(dict.fromkeys(ops))
     per_op = {op: options for op in ops}
     notes = []
+    templates = templates or Templates(checkout.root)
     while True:
         ws = Workspace(checkout)
         views = Views(ws, disk_cache=True)
         if base is not None:
             views.lend(base)
-        templates = templates or Templates(checkout.root)
         kernels = {}
         for op in ops:
             try:
