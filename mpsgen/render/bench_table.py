@@ -1,0 +1,48 @@
+"""`mpsgen bench` as rich tables, for a terminal: the cells of `render.bench_text`, slower rows in red."""
+
+from __future__ import annotations
+
+from mpsgen.render.bench_text import (SLOWER, compare_footer, compare_heading, compare_table, header_lines,
+                                      memory_lines, memory_table, run_table)
+from mpsgen.render.mode import console
+
+
+def _table(title: str, header: list[str], rows: list[list[str]], styles: list[str | None] | None = None):
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(title), title_justify="left")
+    for name in header:
+        numeric = "µs" in name or name in ("GB/s", "speedup") or name.startswith(("GB/s", "mem/", "new shapes")) \
+            or name.endswith("per new shape")
+        table.add_column(escape(name), justify="right" if numeric else "left", no_wrap=name != "note")
+    for row, style in zip(rows, styles or [None] * len(rows)):
+        table.add_row(*(escape(c) for c in row), style=style)
+    return table
+
+
+def render_run(record) -> None:
+    from rich.markup import escape
+
+    out = console(soft_wrap=True)
+    for line in header_lines(record):
+        out.print(escape(line))
+    if record.rows:
+        out.print(_table(f"mpsgen bench {record.op} ({record.device})", *run_table(record)))
+    if record.memory:
+        out.print(_table("memory growth per new shape (a varying-shape sweep)", *memory_table(record)))
+        for line in memory_lines(record):
+            out.print(escape(line), style="dim")
+
+
+def render_compare(cmp) -> None:
+    from rich.markup import escape
+
+    out = console(soft_wrap=True)
+    for line in compare_heading(cmp):
+        out.print(escape(line))
+    header, rows = compare_table(cmp)
+    at = header.index("speedup")
+    out.print(_table(f"{cmp.op}: before / after", header, rows, ["red" if r[at].endswith(SLOWER) else None for r in rows]))
+    for line in compare_footer(cmp):
+        out.print(escape(line), style="red" if SLOWER in line and "no row" not in line else None)
