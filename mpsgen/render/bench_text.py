@@ -39,7 +39,12 @@ def speedup(row: Compared) -> str:
     s = row.speedup
     if s is None:
         return "-"
-    return f"{s:.2f}x {SLOWER}" if row.slower else f"{s:.2f}x"
+    if not row.slower:
+        return f"{s:.2f}x"
+    digits = 2
+    while f"{s:.{digits}f}" == f"{1:.{digits}f}" and digits < 6:  # slower by less than 0.5%: never "1.00x slower"
+        digits += 1
+    return f"{s:.{digits}f}x {SLOWER}"
 
 
 def _scalars(record: Record) -> str:
