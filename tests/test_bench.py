@@ -393,3 +393,20 @@ def test_the_migration_summary_names_both_bench_commands(tmp_path):
         "  test: python test/test_mps.py -k test_output_match_hypot",
         "  bench: mpsgen bench hypot --json hypot-after.json && mpsgen bench --compare hypot-before.json "
         "hypot-after.json --markdown   (the table for the PR)"]
+
+
+def test_the_compare_table_through_each_renderer(tmp_path, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    write_record(replace(BEFORE, memory_measure={"rss": "rss"}), str(before))
+    write_record(replace(AFTER, memory_measure={"rss": "rss"}), str(after))
+    rich = run_cli(["bench", "--compare", str(before), str(after), "--format", "rich"])
+    plain = run_cli(["bench", "--compare", str(before), str(after)])
+    assert rich.exit_code == plain.exit_code == 0
+    # rich draws the table with every figure whole (no ellipsis) however wide it is
+    strided = next(line for line in rich.stdout.splitlines() if "strided" in line)
+    assert strided.startswith("│ strided") and "0.75x slower" in strided and "…" not in rich.stdout
+    assert [c.strip() for c in strided.strip("│").split("│")] == [
+        "strided", "1024x1024", "float32", "3,000", "4,000", "0.75x slower", "4.19", "3.15", "+4.0 KiB", "0 B", ""]
+    assert plain.stdout.splitlines() == compare_lines(compare_records(load_record(str(before)), load_record(str(after)),
+                                                                      str(before), str(after)))

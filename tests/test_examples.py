@@ -208,7 +208,7 @@ def test_example_runs(examples, tmp_path, git_fixture):
     work.mkdir()
     argv, out = _prepare(example, root, work)
     command = _command(argv)
-    read_only = command in ("scan", "verify", "try", "trace") or "--dry-run" in argv
+    read_only = command in ("scan", "verify", "try", "trace", "bench") or "--dry-run" in argv
     status = _status(root)
     result = run_cli(argv, cwd=work)
     if read_only:  # the checkout as it was, files git ignores included (verify's logs are elsewhere)

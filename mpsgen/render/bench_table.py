@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mpsgen.render.bench_text import (SLOWER, compare_footer, compare_heading, compare_table, header_lines,
                                       memory_lines, memory_table, run_table)
-from mpsgen.render.mode import console
+from mpsgen.render.mode import colour_allowed
 
 
 def _table(title: str, header: list[str], rows: list[list[str]], styles: list[str | None] | None = None):
@@ -12,19 +12,31 @@ def _table(title: str, header: list[str], rows: list[list[str]], styles: list[st
     from rich.table import Table
 
     table = Table(title=escape(title), title_justify="left")
-    for name in header:
+    for i, name in enumerate(header):
         numeric = "µs" in name or name in ("GB/s", "speedup") or name.startswith(("GB/s", "mem/", "new shapes")) \
             or name.endswith("per new shape")
-        table.add_column(escape(name), justify="right" if numeric else "left", no_wrap=name != "note")
+        # every cell but a note whole, however narrow the terminal: a truncated figure is a wrong one
+        whole = max([len(name)] + [len(row[i]) for row in rows]) if name != "note" else None
+        table.add_column(escape(name), justify="right" if numeric else "left", no_wrap=name != "note", min_width=whole)
     for row, style in zip(rows, styles or [None] * len(rows)):
         table.add_row(*(escape(c) for c in row), style=style)
     return table
 
 
+def _console():
+    """Forced rich (`--format rich` through a pipe too); off a terminal as wide as the tables need."""
+    import sys
+
+    from rich.console import Console
+
+    return Console(force_terminal=True, color_system="auto" if colour_allowed() else None, highlight=False,
+                   soft_wrap=True, width=None if sys.stdout.isatty() else 240)
+
+
 def render_run(record) -> None:
     from rich.markup import escape
 
-    out = console(soft_wrap=True)
+    out = _console()
     for line in header_lines(record):
         out.print(escape(line))
     if record.rows:
@@ -38,7 +50,7 @@ def render_run(record) -> None:
 def render_compare(cmp) -> None:
     from rich.markup import escape
 
-    out = console(soft_wrap=True)
+    out = _console()
     for line in compare_heading(cmp):
         out.print(escape(line))
     header, rows = compare_table(cmp)
