@@ -78,6 +78,28 @@ def test_parse_shapes():
             parse_shapes(bad)
 
 
+# ------------------------------------------------------------------------------ the op model
+
+
+def test_the_op_model_says_how_the_checkout_serves_each_op():
+    from mpsgen.commands.bench.model import op_model
+
+    checkout = Checkout.find(str(FIXTURE_CHECKOUT))
+    yaml = "aten/src/ATen/native/native_functions.yaml"
+    found = {op: op_model(checkout, op) for op in ("hypot", "softplus", "logaddexp", "sum")}
+    assert {op: m.mps for op, m in found.items()} == {
+        "hypot": f"no MPS kernel: no dispatch line of hypot names MPS ({yaml}:644)",
+        "softplus": f"MPS: softplus_out_mps ({yaml}:836), an MPS function of its own, not a Metal kernel through the stub",
+        "logaddexp": "native Metal kernel: logaddexp_stub -> logaddexp_mps_kernel "
+                     "(aten/src/ATen/native/mps/operations/BinaryKernel.mm:63)",
+        "sum": f"MPS on the shared dispatch line `CPU, CUDA, MPS, XPU: sum_out` ({yaml}:1262); no dispatch stub"}
+    assert [op for op, m in found.items() if m.native] == ["logaddexp"]
+    # registered dtypes where the kernel file registers the functor, in the model's order
+    assert found["logaddexp"].dtypes == ("float32", "float16", "bfloat16", "int64", "int32", "int16", "uint8", "int8", "bool")
+    assert found["logaddexp"].dtypes_from == "registered for MPS (aten/src/ATen/native/mps/kernels/BinaryKernel.metal)"
+    assert (found["softplus"].arity, found["softplus"].scalars) == (1, ("beta", "threshold"))
+
+
 # ------------------------------------------------------------------------------ record and comparison
 
 
@@ -304,7 +326,7 @@ def test_hypot_on_cpu_writes_a_record_of_every_registered_dtype_and_layout(tmp_p
     assert result.exit_code == 0, result.stderr
     doc = json.loads(out.read_text())
     assert doc["schema"] == SCHEMA and doc["device"] == "cpu" and doc["op"] == "hypot"
-    assert doc["dtypes_from"] == "the catalog's default groups (float): the checkout registers no MPS kernel for hypot yet"
+    assert doc["dtypes_from"] == "the catalog's default groups (float): the checkout registers no Metal kernel for hypot"
     assert [(r["dtype"], r["layout"], r["shape"]) for r in doc["rows"]] == [
         (d, layout, shape) for d in ("float32", "float16", "bfloat16") for shape in ([16, 8], [4, 8])
         for layout in ("contiguous", "strided", "broadcast", "scalar")]

@@ -72,7 +72,7 @@ def _dtypes(op: str, facts: OpFacts, registered: frozenset[str], reduction_file:
     wanted = torch_dtypes_for(groups)
     why = f"the catalog's default groups ({', '.join(groups)})" if entry is not None else "the default group (float)"
     return (tuple(d for d in DTYPE_ORDER if d in wanted),
-            f"{why}: the checkout registers no MPS kernel for {op} yet")
+            f"{why}: the checkout registers no Metal kernel for {op}")
 
 
 def _scalars(views: Views, facts: OpFacts, carrier, call: StubCall | None) -> tuple[tuple[str, ...], str]:
@@ -98,6 +98,12 @@ def _mps_line(facts: OpFacts) -> str:
     if facts.registrations:
         reg = facts.registrations[0]
         return f"native Metal kernel: {reg.stub} -> {reg.function} ({reg.location})"
+    joined = [site for site in facts.shared if "MPS" in site.line.keys]
+    if joined:
+        line = joined[0].line
+        found = (f"no MPS registration of {facts.stub.name} in the checkout's operations/*.mm" if facts.stub is not None
+                 else "no dispatch stub")
+        return f"MPS on the shared dispatch line `{line.keys_text}: {line.kernel}` ({line.location}); {found}"
     if facts.legacy:
         site = facts.legacy[0]
         return (f"MPS: {site.line.kernel} ({site.line.location}), an MPS function of its own, not a Metal kernel "
