@@ -263,8 +263,13 @@ def test_the_mps_path_runs_with_its_device_calls_stubbed(monkeypatch):
     assert device.name == "mps" and set(device.measures) == {"device", "allocated", "rss"}
     ticks = iter(range(0, 10**9, 1000))  # every timed region lasts 1000 ns: the harness's arithmetic, not a timing
     options = harness.BenchOptions(device="mps", shapes=((8, 4),), repeat=repeat, warmup=warmup, sweep=sweep)
-    record = harness.bench_op(Checkout.find(str(FIXTURE_CHECKOUT)), "hypot", options,
+    reports = []
+    record = harness.bench_op(Checkout.find(str(FIXTURE_CHECKOUT)), "hypot", options, lambda *a: reports.append(a),
                               device=replace(device, place="cpu"), clock=lambda: next(ticks))
+    # the progress display: a report before each case and each sweep, and each stage's end
+    assert reports[0] == ("timing", 0, 12, "float32 contiguous 8x4") and reports[12:14] == [
+        ("timing", 12, 12, "done"), ("memory", 0, 3, f"float32: {sweep} new shapes")]
+    assert reports[-1] == ("memory", 3, 3, "done") and len(reports) == 12 + 1 + 3 + 1
     assert record.device == "mps" and not any("CPU run" in n for n in record.notes)
     layouts = [CONTIGUOUS, STRIDED, BROADCAST, SCALAR]
     assert [(r.dtype, r.layout) for r in record.rows] == [(d, layout) for d in ("float32", "float16", "bfloat16")

@@ -258,17 +258,16 @@ def bench_op(checkout: Checkout, op: str, options: BenchOptions = BenchOptions()
         if missing:
             return replace(record, notes=tuple(notes + [missing]))
     planned = cases(options.shapes, model.arity, model.reduction)
-    total = len(planned) * len(dtypes) + len(dtypes)
-    rows, memory, done = [], [], 0
+    total = len(planned) * len(dtypes)
+    rows, memory = [], []
     for dtype in dtypes:
         for case in planned:
-            progress("timing", done, total, f"{dtype} {case.layout} {shape_text(case.shape)}")
+            progress("timing", len(rows), total, f"{dtype} {case.layout} {shape_text(case.shape)}")
             rows.append(time_case(torch, device, call, case, model.arity, dtype, options.warmup, options.repeat,
                                   generator, clock))
-            done += 1
+    progress("timing", total, total, "done")
     for dtype in dtypes:
-        progress("memory", done, total, f"{dtype}: {options.sweep} new shapes")
+        progress("memory", len(memory), len(dtypes), f"{dtype}: {options.sweep} new shapes")
         memory.append(memory_sweep(torch, device, call, model, dtype, sweep_shapes(options.sweep), generator))
-        done += 1
-    progress("memory", total, total, "done")
+    progress("memory", len(dtypes), len(dtypes), "done")
     return replace(record, rows=tuple(rows), memory=tuple(memory), notes=tuple(notes))
