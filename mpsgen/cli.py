@@ -697,6 +697,95 @@ def trace(state, script, script_args, ops_file, save, as_json, markdown, fmt):
     sys.exit(run_guarded(state, run))
 
 
+@main.command("bench", epilog=_examples(
+    "mpsgen bench hypot --device cpu --shapes 256x256,4x8 --json before.json",
+    "mpsgen bench softplus --device cpu --dtypes float32 --repeat 5",
+    "mpsgen bench --compare before.json after.json --markdown",
+))
+@click.argument("op", required=False, shell_complete=_complete_ops)
+@click.option("--compare", nargs=2, metavar="BEFORE AFTER", default=None,
+              help="Compare two records written with --json (a build before the change, then after) instead of running.")
+@click.option("--device", type=click.Choice(["mps", "cpu"]), default="mps", show_default=True,
+              help="Where the op runs: mps (a Mac), or cpu (the same harness on torch's CPU kernels).")
+@click.option("--shapes", default=None, metavar="SHAPES",
+              help="Comma-separated shapes, sizes joined by x, each timed in every layout (default: 1024x1024,4x8).")
+@click.option("--dtypes", default=None, metavar="DTYPES",
+              help="Comma-separated torch dtypes or dtype groups (default: the dtypes the op's kernel registers).")
+@click.option("--repeat", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Timed calls per case (after 3 warm-up calls); the median is reported.")
+@click.option("--json", "json_file", default=None, metavar="FILE", help="Also write the run's record to FILE (what --compare reads).")
+@click.option("--markdown", is_flag=True, help="(--compare) Print the table in GitHub Markdown, to paste into a PR.")
+@_format_option("rich", "plain")
+@click.pass_obj
+def bench(state, op, compare, device, shapes, dtypes, repeat, json_file, markdown, fmt):
+    """Time OP through the installed torch on every dtype its kernel registers and the layouts Metal
+    kernels break or slow on (contiguous, strided, broadcast, a scalar operand, a small shape), with
+    the effective bandwidth and the memory growth over a varying-shape sweep; or, with --compare,
+    print the before/after table a migration PR carries. See docs/bench.md.
+
+    Needs torch (pip install 'mpsgen[trace]'). Exit codes: 0 done, 2 bad usage or input (no MPS
+    device with --device mps)."""
+
+    def run():
+        from mpsgen.errors import MpsgenError
+
+        if (op is None) == (compare is None):
+            raise MpsgenError("name an OP to time, or pass --compare BEFORE AFTER" if op is None else
+                              "--compare reads two records; it takes no OP", hint="e.g. `mpsgen bench hypot --device cpu`")
+        if compare is not None:
+            if json_file or shapes or dtypes:
+                raise MpsgenError("--json, --shapes and --dtypes belong to a run; --compare reads two records",
+                                  hint="run `mpsgen bench OP --json FILE` on each build first")
+            _one_format(False, fmt, "markdown" if markdown else None)
+            from mpsgen.commands.bench.compare import compare_records
+            from mpsgen.commands.bench.record import load_record
+
+            cmp = compare_records(load_record(compare[0]), load_record(compare[1]), compare[0], compare[1])
+            if markdown:
+                from mpsgen.render.bench_text import compare_markdown
+
+                click.echo(compare_markdown(cmp), nl=False)
+            elif _rich(fmt):
+                from mpsgen.render.bench_table import render_compare
+
+                render_compare(cmp)
+            else:
+                from mpsgen.render.bench_text import compare_lines
+
+                click.echo("\n".join(compare_lines(cmp)))
+            return 0
+        if markdown:
+            raise MpsgenError("--markdown prints the --compare table", hint="run with --json FILE, then --compare")
+        from mpsgen.commands.bench.harness import BenchOptions, bench_op
+        from mpsgen.commands.bench.layouts import DEFAULT_SHAPES, parse_shapes
+        from mpsgen.commands.bench.model import parse_dtypes
+        from mpsgen.commands.bench.record import write_record
+
+        options = BenchOptions(device=device, shapes=parse_shapes(shapes) if shapes else DEFAULT_SHAPES,
+                               dtypes=parse_dtypes(dtypes) if dtypes else None, repeat=repeat)
+        checkout = state.checkout()
+        record = _with_progress(lambda progress: bench_op(checkout, op, options, progress), False)
+        if json_file:
+            write_record(record, json_file)
+        if _rich(fmt):
+            from mpsgen.render.bench_table import render_run
+
+            render_run(record)
+        else:
+            from mpsgen.render.bench_text import run_lines
+
+            click.echo("\n".join(run_lines(record)))
+        return 0
+
+    sys.exit(run_guarded(state, run))
+
+
+def _rich(fmt: str) -> bool:
+    from mpsgen.render.mode import RICH, resolve
+
+    return resolve(fmt, sys.stdout) == RICH
+
+
 def _with_progress(func, quiet):
     """Run `func(progress)` under a live progress display on stderr (when stderr is a terminal).
     The first progress report is the `working` stage of the test hook (`mpsgen._stage`)."""

@@ -7,8 +7,9 @@ What an example must do: leave the checkout as it found it when it is read-only 
 --porcelain --ignored` the same), exit 0, or for `verify` and `try` (whose verdict on the miniature's
 pre-migration ops may be a failing check) exit 1 with the finding printed; never a usage or input
 error (2) nor an internal one (3). One fact of its output: every op it names appears in what it
-printed (the redirected file for `> FILE`), a `--json` output is one JSON document, a `--markdown`
-one holds a table.
+printed (the redirected file for `> FILE`), a `--json` output is one JSON document (bench's: the file
+it names), a `--markdown` one holds a table. `bench --compare A B` reads the records an example of the
+same place writes (`--json A`), a record no example writes being the first one copied.
 
 An example shown in several places with the same command line (the README and a --help, say) is
 run once, its test named after every place that shows it."""
@@ -152,6 +153,19 @@ def _prepare(example: Example, root: Path, work: Path) -> tuple[list[str], Path 
                          and e.argv[e.argv.index("--save") + 1] == wanted)
             saved_argv, _ = _prepare(saver, root, work)
             assert run_cli(saved_argv, cwd=work).exit_code == 0
+    if command == "bench":
+        pytest.importorskip("torch", reason="not installed: torch")
+        if "--compare" in argv:  # the records an earlier example of the same text writes with --json
+            at = argv.index("--compare")
+            source = example.where.split(":")[0]
+            for name in argv[at + 1:at + 3]:
+                writer = next((e for e in EXAMPLES if e.where.split(":")[0] == source and "--json" in e.argv
+                               and e.argv[e.argv.index("--json") + 1] == name), None)
+                if writer is not None:
+                    written_argv, _ = _prepare(writer, root, work)
+                    assert run_cli(written_argv, cwd=work).exit_code == 0
+                else:  # no example writes it: the same run compared with itself
+                    shutil.copyfile(work / argv[at + 1], work / name)
     if command == "try":
         from mpsgen.read.metalhost.compiler import find_compiler
 
@@ -194,7 +208,7 @@ def test_example_runs(examples, tmp_path, git_fixture):
     work.mkdir()
     argv, out = _prepare(example, root, work)
     command = _command(argv)
-    read_only = command in ("scan", "verify", "try", "trace") or "--dry-run" in argv
+    read_only = command in ("scan", "verify", "try", "trace", "bench") or "--dry-run" in argv
     status = _status(root)
     result = run_cli(argv, cwd=work)
     if read_only:  # the checkout as it was, files git ignores included (verify's logs are elsewhere)
@@ -210,8 +224,9 @@ def test_example_runs(examples, tmp_path, git_fixture):
     named = [word for word in argv if word in _ops(root) and word != command]
     for op in named:
         assert op in result_text, f"{example.text}: {op} not in the output"
-    if "--json" in argv:
-        assert isinstance(json.loads(printed), dict)
+    if "--json" in argv:  # bench's --json names the file the record goes to
+        document = (work / argv[argv.index("--json") + 1]).read_text() if command == "bench" else printed
+        assert isinstance(json.loads(document), dict)
     if "--markdown" in argv:
         assert re.search(r"^\|.*\|$", printed, re.M)
     assert printed.strip() or result.stderr.strip()

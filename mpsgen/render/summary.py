@@ -45,8 +45,19 @@ def summary_segments(plan: Plan, *, command: str, dry_run: bool, grouped: bool =
     lines += [[("todo" if note.kind == "todo" else "note", "yellow"), (f": {one_line(str(note))}", None)] for note in others]
     if steps:
         lines.append([("after applying" if dry_run else "next steps", "bold")])
-        lines += [[(f"  {step}", None)] for step in steps]
+        before, after = bench_steps(plan.ops)
+        lines += [[(f"  {step}", None)] for step in (*before, *steps, *after)]
     return lines
+
+
+def bench_steps(ops) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The PR's before/after table (docs/bench.md): each op timed on the build from before the change
+    (the build directory holds it until the rebuild), then on the rebuilt one, and compared."""
+    before = tuple(f"bench: mpsgen bench {op} --json {op}-before.json   (before rebuilding: the build is still the one "
+                   "from before the change)" for op in ops)
+    after = tuple(f"bench: mpsgen bench {op} --json {op}-after.json && mpsgen bench --compare {op}-before.json "
+                  f"{op}-after.json --markdown   (the table for the PR)" for op in ops)
+    return before, after
 
 
 def render_summary(plan: Plan, *, command: str, dry_run: bool, to_stderr: bool, mode: str) -> None:

@@ -101,10 +101,10 @@ def functor_facts(checkout: Checkout, op: str, stub: str | None = None) -> Funct
     return FunctorFacts(op, name, rel, location, arity, alpha, types, kernel_arity,
                         tuple((t, alpha_types[t]) for t in types if t in alpha_types), facts.host.body,
                         _declared_params(checkout, facts.host), facts.host.location,
-                        _stub_call(checkout, facts, sites))
+                        stub_call(checkout, facts, sites))
 
 
-def _stub_call(checkout: Checkout, facts, sites) -> StubCall | None:
+def stub_call(checkout: Checkout, facts, sites) -> StubCall | None:
     """What the shared function passes the stub: read from its .cpp, else (a checkout without it)
     what ATen is recorded to pass (`facts.recorded`). `sites`: the dispatch lines naming the CPU function
     (the shared ones, or a per-device op's CPU lines)."""
