@@ -1,4 +1,4 @@
-"""Every example the user is shown runs: the indented `mpsgen ...` lines of README.md and the
+"""Every example the user is shown runs: the indented `mpsgen ...` lines of README.md and docs/*.md and the
 `Examples:` of each command's --help, read from the text itself (a new example is tested without a
 new test), each run on a fresh git copy of the miniature checkout (with its reduction overlay,
 fixtures/reduce, for an example naming an op only the overlay has).
@@ -46,10 +46,18 @@ class Example:
         return shlex.split(self.text, comments=True)[1:]
 
 
+DOC_PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
 def readme_examples() -> list[Example]:
-    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
-    return [Example(f"README.md:{n}", m.group(1).rstrip()) for n, line in enumerate(lines, 1)
-            if (m := _README_EXAMPLE.match(line))]
+    """The examples of README.md and of every page under docs/."""
+    out = []
+    for page in DOC_PAGES:
+        where = page.relative_to(REPO).as_posix()
+        lines = page.read_text(encoding="utf-8").splitlines()
+        out += [Example(f"{where}:{n}", m.group(1).rstrip()) for n, line in enumerate(lines, 1)
+                if (m := _README_EXAMPLE.match(line))]
+    return out
 
 
 def help_examples() -> list[Example]:

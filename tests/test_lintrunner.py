@@ -99,7 +99,7 @@ def test_a_failed_stage_without_findings_is_a_message_and_skips_are_not():
 
 
 def test_readme_lintrunner_stanza_runs_the_adapter():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     block = readme[readme.index("```toml\n") + len("```toml\n"):]
     [linter] = tomllib.loads(block[: block.index("```")])["linter"]
     assert linter["code"] == "MPSGEN"
@@ -119,7 +119,7 @@ def test_lintrunner_itself_runs_the_readme_stanza(tmp_path):
     if exe is None:
         missing("lintrunner is not installed (it is in the test extra)")
     root = half_finished_hypot(tmp_path)
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     block = readme[readme.index("```toml\n") + len("```toml\n"):]
     (root / ".lintrunner.toml").write_text(block[: block.index("```")], encoding="utf-8")
     doc = json.loads(run_cli(["-C", str(root), "verify", "--changed", "--static-only", "--json"]).stdout)
