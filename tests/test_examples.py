@@ -138,7 +138,8 @@ def _command(argv: list[str]) -> str:
 
 def _prepare(example: Example, root: Path, work: Path) -> tuple[list[str], Path | None]:
     """The example's arguments to run in `work` on `root`: its -C pointed at the copy (or added), a
-    `> FILE` redirect taken off (returned), scripts and recordings it reads put in place."""
+    `> FILE` redirect taken off (returned), scripts and recordings it reads put in place; a bench
+    example for a Mac runs with `--device cpu` where no MPS device is present."""
     argv = example.argv
     out = None
     if ">" in argv:
@@ -162,7 +163,10 @@ def _prepare(example: Example, root: Path, work: Path) -> tuple[list[str], Path 
             saved_argv, _ = _prepare(saver, root, work)
             assert run_cli(saved_argv, cwd=work).exit_code == 0
     if command == "bench":
-        pytest.importorskip("torch", reason="not installed: torch")
+        torch = pytest.importorskip("torch", reason="not installed: torch")
+        if "--compare" not in argv and "--device" not in argv and not torch.backends.mps.is_available():
+            # a Mac's example (the default device is mps): elsewhere the harness its message points at
+            argv = [*argv, "--device", "cpu"]
         if "--compare" in argv:  # the records an earlier example of the same text writes with --json
             at = argv.index("--compare")
             source = example.where.split(":")[0]
