@@ -559,7 +559,8 @@ def scan(state, candidates, tiers, new_op_list, as_json, markdown, fmt):
     def run():
         import dataclasses
 
-        from mpsgen.commands.scan import TIERS, new_op_candidates, scan_checkout
+        from mpsgen.commands.scancache import kept_scan
+        from mpsgen.commands.scanreport import TIERS
         from mpsgen.errors import MpsgenError
 
         if as_json and markdown:
@@ -577,11 +578,19 @@ def scan(state, candidates, tiers, new_op_list, as_json, markdown, fmt):
         if new_op_list:
             if candidates:
                 raise MpsgenError("--new-op and --candidates are two lists", hint="pick one")
+            from mpsgen.commands.scan import new_op_candidates
+
             found = [c for c in new_op_candidates(state.checkout()) if c.tier in chosen]
             _print_new_op_list(found, as_json, markdown)
             return 0
         show = candidates or tiers is not None
-        report = dataclasses.replace(scan_checkout(state.checkout()), tiers=chosen)
+        checkout = state.checkout()
+        report = kept_scan(checkout)  # a checkout nothing changed in: the kept report, and nothing that computes it imported
+        if report is None:
+            from mpsgen.commands.scan import scan_checkout
+
+            report = scan_checkout(checkout)
+        report = dataclasses.replace(report, tiers=chosen)
         if as_json:
             from mpsgen.render.jsontext import dumps_indented
             from mpsgen.render.scan_json import report_to_json

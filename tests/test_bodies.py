@@ -446,7 +446,14 @@ def test_without_torch_a_body_that_does_not_compile_is_never_written_and_the_pla
                         "constexpr float kHypotScale = 1.0f;\n\ntemplate <typename T>\ninline C10_HOST_DEVICE T calc_hypot", 1)
     math_h.write_text(text.replace("  const T big = std::max(x, y);", "  const T big = std::max(x, y) * kHypotScale;", 1))
     assert math_h.read_text().count("kHypotScale") == 2
+    from mpsgen.commands import bodycheck
+
+    compiled = []
+    original = bodycheck.compile_metal_file
+    monkeypatch.setattr(bodycheck, "compile_metal_file", lambda *a, **k: compiled.append(1) or original(*a, **k))
     plan = plan_new_op(Checkout(root), "hypot", Options())
+    again = plan_new_op(Checkout(root), "hypot", Options())  # the verdict "does not compile" is kept by content
+    assert again == plan and len(compiled) == 1
     kernel = next(e.after for e in plan.edits if e.path.endswith("BinaryKernel.metal"))
     functor = kernel[kernel.index("struct hypot_functor"):kernel.index("};\n", kernel.index("struct hypot_functor")) + 3]
     assert "calc_hypot" not in kernel and "* kHypotScale" not in kernel  # the body is not written
