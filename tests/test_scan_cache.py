@@ -1,5 +1,5 @@
 """A warm scan and a warm migrate (issue 43): scan's report kept with everything it was computed from
-(mpsgen.commands.scancache), used only while all of it is the same; a warm `scan` and a warm
+(mpsgen.commands.kept), used only while all of it is the same; a warm `scan` and a warm
 `migrate --dry-run` import no torch module (and a warm scan nothing that classifies an op)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from mpsgen.commands import scan as scan_module
-from mpsgen.commands import scancache
-from mpsgen.commands.scancache import kept_scan
+from mpsgen.commands import kept as scancache
+from mpsgen.commands.kept import kept_scan
 from mpsgen.read.checkout import Checkout
 from mpsgen.read.metalhost.compiler import find_compiler
 from support import copy_checkout, every_file, needs, run_cli
@@ -43,7 +43,7 @@ print("\nMODULES " + json.dumps({
 @pytest.fixture
 def scan_cache(monkeypatch):
     """The kept scan report on (each test's checkout is its own copy: a report of its own)."""
-    monkeypatch.delenv("MPSGEN_NO_SCAN_CACHE", raising=False)
+    monkeypatch.delenv("MPSGEN_NO_KEPT", raising=False)
 
 
 def _modules(root: Path, *args: str) -> dict:
@@ -69,7 +69,8 @@ def test_a_warm_migrate_dry_run_of_a_derived_body_imports_no_torch(tmp_path, sca
     # gelu's body comes from its CPU kernel: compiled and tried once, the verdicts kept by content
     root = copy_checkout(tmp_path)
     _modules(root, "migrate", "gelu", "--dry-run")
-    assert _modules(root, "migrate", "gelu", "--dry-run")["torch"] == []
+    warm = _modules(root, "migrate", "gelu", "--dry-run")
+    assert (warm["torch"], warm["scan"]) == ([], [])  # the kept plan: nothing planned, nothing imported to plan
 
 
 def test_a_kept_report_is_the_scans_own_and_nothing_is_classified_again(tmp_path, scan_cache, monkeypatch):
@@ -120,3 +121,29 @@ def test_a_corrupt_kept_report_is_ignored(tmp_path, scan_cache):
     kept.write_bytes(b"not a pickle")
     assert kept_scan(Checkout(root)) is None
     assert run_cli(["-C", str(root), "scan", "--json"]).stdout == first.stdout
+
+
+def test_a_kept_plan_is_the_commands_own_until_a_file_it_read_changes(tmp_path, scan_cache, monkeypatch):
+    from mpsgen.commands import migrate as migrate_module
+
+    root = copy_checkout(tmp_path)
+    first = run_cli(["-C", str(root), "migrate", "asinh", "--dry-run"])
+    assert first.exit_code == 0, first.stderr
+    planned = []
+    original = migrate_module.plan_migrate
+    monkeypatch.setattr(migrate_module, "plan_migrate", lambda *a, **k: planned.append(1) or original(*a, **k))
+    again = run_cli(["-C", str(root), "migrate", "asinh", "--dry-run"])
+    assert (again.stdout, again.stderr, planned) == (first.stdout, first.stderr, [])
+    other = run_cli(["-C", str(root), "migrate", "asinh", "--dry-run", "--json"])  # same plan, kept per command line
+    assert other.exit_code == 0 and planned == [] and json.loads(other.stdout)["command"] == "migrate"
+    # written from the kept plan: the same files as a fresh plan writes
+    fresh = copy_checkout(tmp_path / "fresh")
+    monkeypatch.setenv("MPSGEN_NO_KEPT", "1")
+    assert run_cli(["-C", str(fresh), "migrate", "asinh"]).exit_code == 0 and planned == [1]
+    monkeypatch.delenv("MPSGEN_NO_KEPT")
+    assert run_cli(["-C", str(root), "migrate", "asinh"]).exit_code == 0 and planned == [1]
+    assert {k: v for k, v in every_file(root).items() if not k.startswith(".mpsgen")} == \
+        {k: v for k, v in every_file(fresh).items() if not k.startswith(".mpsgen")}
+    # the checkout changed (the migration itself): planned again, and nothing left to do
+    after = run_cli(["-C", str(root), "migrate", "asinh", "--dry-run"])
+    assert after.exit_code == 0 and planned == [1, 1] and after.stdout == ""

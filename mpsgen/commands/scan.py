@@ -62,7 +62,7 @@ from mpsgen.commands.scanreport import (
     ScanReport,
 )
 from mpsgen.commands.confirm import migrate_refusal
-from mpsgen.commands.scancache import environment, keep_scan, kept_scan
+from mpsgen.commands.kept import environment, keep_scan, kept_scan
 from mpsgen.commands.migrate import body_turned_down
 from mpsgen.edit.pipeline import choose_body
 from mpsgen.edit.functor import Body
@@ -168,7 +168,7 @@ def scan_checkout(checkout: Checkout) -> ScanReport:
     """Read the checkout once and classify every operator of native_functions.yaml (through the op
     facts of `mpsgen.facts.views` and the refusals of `mpsgen.facts.resolve`, as migrate would).
     The report is kept in the user cache with everything it was computed from
-    (`mpsgen.commands.scancache`): a scan of a checkout nothing changed in is that report."""
+    (`mpsgen.commands.kept`): a scan of a checkout nothing changed in is that report."""
     env = environment(checkout.root)
     kept = kept_scan(checkout, env)
     if kept is not None:

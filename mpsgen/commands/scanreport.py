@@ -1,6 +1,6 @@
 """What `mpsgen scan` reports: the records of every op, the host files' totals and the candidates,
 as plain frozen data. Apart from the scan (`mpsgen.commands.scan`) so that a report kept in the user
-cache (`mpsgen.commands.scancache`) is loaded and rendered without importing what computes it."""
+cache (`mpsgen.commands.kept`) is loaded and rendered without importing what computes it."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ class Texts(Protocol):
 class Reads:
     """What a command read of one checkout on disk (`recording`): each file's text, each `exists`
     answer, each directory listing. A result computed under it is valid while all of them are the
-    same (`mpsgen.commands.scancache`)."""
+    same (`mpsgen.commands.kept`)."""
 
     root: Path
     texts: dict[str, str] = field(default_factory=dict)
