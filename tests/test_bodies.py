@@ -434,11 +434,17 @@ def _without_torch(monkeypatch, only: str | None = None) -> None:
 
 
 @needs_compiler
+@pytest.mark.parametrize("reference", ["catalog", "none"])
 def test_without_torch_a_body_that_does_not_compile_is_never_written_and_the_placeholder_quotes_the_compiler(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, reference):
     # our own construct: the CPU kernel's helper (brought along from Math.h) reads a file-scope constant
-    # the translation does not bring: the Metal file does not compile
+    # the translation does not bring: the Metal file does not compile. With the catalog's reference try
+    # compiles it (and would run it); without one the kernel file as planned is compiled alone
     _without_torch(monkeypatch, only="cpu")
+    if reference == "none":
+        from mpsgen.commands import bodycheck as check
+
+        monkeypatch.setattr(check, "lookup", lambda op: None)
     root = copy_checkout(tmp_path)
     math_h = root / MATH_H
     text = math_h.read_text()
@@ -448,12 +454,13 @@ def test_without_torch_a_body_that_does_not_compile_is_never_written_and_the_pla
     assert math_h.read_text().count("kHypotScale") == 2
     from mpsgen.commands import bodycheck
 
-    compiled = []
-    original = bodycheck.compile_metal_file
-    monkeypatch.setattr(bodycheck, "compile_metal_file", lambda *a, **k: compiled.append(1) or original(*a, **k))
+    ran = []  # try (compiling, then running) or the compile alone
+    name = "try_op" if reference == "catalog" else "compile_metal_file"
+    original = getattr(bodycheck, name)
+    monkeypatch.setattr(bodycheck, name, lambda *a, **k: ran.append(1) or original(*a, **k))
     plan = plan_new_op(Checkout(root), "hypot", Options())
     again = plan_new_op(Checkout(root), "hypot", Options())  # the verdict "does not compile" is kept by content
-    assert again == plan and len(compiled) == 1
+    assert again == plan and len(ran) == 1
     kernel = next(e.after for e in plan.edits if e.path.endswith("BinaryKernel.metal"))
     functor = kernel[kernel.index("struct hypot_functor"):kernel.index("};\n", kernel.index("struct hypot_functor")) + 3]
     assert "calc_hypot" not in kernel and "* kHypotScale" not in kernel  # the body is not written

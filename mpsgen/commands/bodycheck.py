@@ -1,9 +1,9 @@
 """The check of a derived functor body (`c10`, `cpu`, `graph`: `mpsgen.facts.bodies`) before
-`new-op` or `migrate` writes it: first the kernel file as planned is compiled with the host
-compiler and mpsgen's Metal prelude (torch is not needed: a body that does not compile is never
-written, the placeholder quotes the compiler's line); then `try` runs the kernel as planned (in
-memory, `PlannedCheckout`) against torch's CPU op for every registered dtype, or, without torch,
-against the catalog's Python reference where the op has one. A body that fails is not written: the
+`new-op` or `migrate` writes it, always with the host compiler and mpsgen's Metal prelude: `try`
+compiles and runs the kernel as planned (in memory, `PlannedCheckout`) against torch's CPU op for
+every registered dtype, or, without torch, against the catalog's Python reference where the op has
+one; where try cannot run (no torch and no such reference) the kernel file as planned is compiled
+alone. A body that does not compile is never written: the placeholder quotes the compiler's line. A body that fails is not written: the
 command plans again with that source turned down (`Options.rejected`, the failing values or the
 compiler's line as its reason), so the next source is asked, and the placeholder quotes every
 reason when none is left. Every verdict on the body (compiled or not, passed, failed with the
@@ -35,7 +35,7 @@ from mpsgen.read.checkout import NATIVE_FUNCTIONS, Checkout, PlannedCheckout
 from mpsgen.read.nfyaml import NativeFunctions
 
 # what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
-CHECK_VERSION = "bodycheck-6"  # 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
+CHECK_VERSION = "bodycheck-7"  # 7: a compile error named as such; 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
 COMPILE_VERSION = "bodycompile-3"
 # the headers a planned kernel includes, besides the files the plan edits
 HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
@@ -80,16 +80,17 @@ def check_body(checkout: Checkout, plan: Plan, op: str, kernel: KernelChoice | N
     if compiler is None:
         return _unchecked(op, body.describe, no_compiler)
     identity = executable_identity(compiler.path) or compiler.path
-    try:
-        compiled = cached_result("bodycompile", [COMPILE_VERSION, identity, prelude_digest(), *content],
-                                 lambda: _compiled(checkout, edits, kernel, op, body.describe))
-    except _NotRun as exc:
-        return _unchecked(op, body.describe, exc.message)
-    if compiled["verdict"] == "failed":
-        return BodyCheck(False, compiled["why"], Note("info", compiled["note"]))
     torch = torch_importable()
     reference = "torch" if torch else "catalog"
-    if not torch and (lookup(op) is None or lookup(op).op not in REFERENCES):
+    runs = torch or (lookup(op) is not None and lookup(op).op in REFERENCES)
+    if not runs:  # try cannot run it: the kernel file as planned is compiled alone (try compiles what it runs)
+        try:
+            compiled = cached_result("bodycompile", [COMPILE_VERSION, identity, prelude_digest(), *content],
+                                     lambda: _compiled(checkout, edits, kernel, op, body.describe))
+        except _NotRun as exc:
+            return _unchecked(op, body.describe, exc.message)
+        if compiled["verdict"] == "failed":
+            return BodyCheck(False, compiled["why"], Note("info", compiled["note"]))
         why = "torch is not importable (pip install torch==2.13.0): its CPU op is the reference"
         return BodyCheck(None, why, Note("info", f"{op}: body from {body.describe} compiled, not run: {why}"))
     try:
@@ -138,8 +139,9 @@ def _verdict(checkout: Checkout, edits: dict[str, str], op: str, describe: str, 
     against = "torch's CPU op" if reference == "torch" else "the catalog's reference (torch is not importable)"
     try:
         report = try_op(planned, op, TryOptions(backend="host", reference=reference))
-    except CheckFailed as exc:  # the body's: a crash, a loop that does not end on try's values
-        why = f"try could not run it: {exc.message}"
+    except CheckFailed as exc:  # the body's: a compile error (at its line), a crash, a loop that does not end
+        why = (f"it does not compile ({exc.location} as planned: {exc.message})" if exc.location is not None
+               else f"try could not run it: {exc.message}")
         return _kept("failed", why, f"{op}: body from {describe} not written: {why}")
     except MpsgenError as exc:
         if exc.message.startswith(_OUTSIDE) or _OUTSIDE_PATTERN.match(exc.message):
