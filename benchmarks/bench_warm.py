@@ -16,8 +16,10 @@ time) and the naive full parse (`benchmarks/run.py`'s: ruamel.yaml round-trip lo
 native_functions.yaml, libcst parse with positions of common_mps.py and common_methods_invocations.py).
 
 Commands: `scan --json` on both checkouts; `migrate asinh --dry-run` (a catalog body) and
-`migrate mse_loss --dry-run` (its body derived from the CPU kernel: compiled and tried before it is
-planned) on the source checkout; `try hypot --backend host` (the host compiler and torch's CPU op:
+`migrate mse_loss --dry-run` (scan names its body as derived from the CPU kernel; where the
+checkout's kernel file already holds `mse_functor`, as the miniature's host files do, migrate keeps
+it and checks nothing) and `migrate signbit --dry-run` (a body derived from the MPSGraph graph:
+tried before it is planned) on the source checkout; `try hypot --backend host` (the host compiler and torch's CPU op:
 `cold` is its first run, `warm` repeated). Targets (issue 43): warm scan <= 10x --help on both;
 cold source-checkout scan <= 15 s; `migrate asinh --dry-run` <= 5x --help and >= 25x faster than the
 naive parse. Writes `--output` (default benchmarks/results-warm.json) and prints a table."""
@@ -41,6 +43,7 @@ COMMANDS = (
     ("scan --json (source checkout)", "source", ["scan", "--json"]),
     ("migrate asinh --dry-run", "source", ["migrate", "asinh", "--dry-run"]),
     ("migrate mse_loss --dry-run (CPU-kernel body)", "source", ["migrate", "mse_loss", "--dry-run"]),
+    ("migrate signbit --dry-run (graph body)", "source", ["migrate", "signbit", "--dry-run"]),
     ("try hypot --backend host", "source", ["try", "hypot", "--backend", "host"]),
 )
 NAIVE = "naive full parse"
