@@ -245,14 +245,19 @@ def new_op(state, op, expr, body, identity, combine, finalize, acc, dtypes, stub
     """Give OP (CPU/CUDA kernels through a shared stub) a native Metal MPS kernel."""
 
     def run():
-        from mpsgen.commands.newop import plan_new_op
-
         _one_format(as_json, fmt)
         checkout = state.checkout()
-        with _writing(checkout, dry_run):
-            plan = plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined,
+        arguments = repr(("new-op", op, expr, body, identity, combine, finalize, acc, dtypes, stub, tuple(overloads),
+                          kernel_file, host_file, drop_undefined))
+
+        def plan():
+            from mpsgen.commands.newop import plan_new_op
+
+            return plan_new_op(checkout, op, _options(expr, dtypes, stub, overloads, kernel_file, host_file, drop_undefined,
                                                       reduction=(identity, combine, finalize, acc), body=body))
-            return _finish(plan, "new-op", dry_run, as_json, fmt, require_clean)
+
+        with _writing(checkout, dry_run):
+            return _finish(_kept_plan(checkout, arguments, plan), "new-op", dry_run, as_json, fmt, require_clean)
 
     sys.exit(run_guarded(state, run, as_json))
 
@@ -272,8 +277,6 @@ def migrate(state, ops, expr, body, identity, combine, finalize, acc, dtypes, st
     """Move OPS from MPSGraph onto native Metal kernels (several ops: one transaction)."""
 
     def run():
-        from mpsgen.commands.migrate import plan_migrate
-
         if len(ops) > 1 and (expr or stub or kernel_file or host_file or identity or combine or finalize or acc):
             from mpsgen.errors import MpsgenError
 
@@ -283,12 +286,34 @@ def migrate(state, ops, expr, body, identity, combine, finalize, acc, dtypes, st
         checkout = state.checkout()
         with _writing(checkout, dry_run):
             legacy = _legacy_files(checkout, legacy_files)
-            plan = plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file,
-                                                               drop_undefined, legacy,
-                                                               (identity, combine, finalize, acc), body))
-            return _finish(plan, "migrate", dry_run, as_json, fmt, require_clean)
+            arguments = repr(("migrate", tuple(ops), expr, body, identity, combine, finalize, acc, dtypes, stub,
+                              tuple(overloads), kernel_file, host_file, drop_undefined, legacy))
+
+            def plan():
+                from mpsgen.commands.migrate import plan_migrate
+
+                return plan_migrate(checkout, tuple(ops), _options(expr, dtypes, stub, overloads, kernel_file, host_file,
+                                                                   drop_undefined, legacy,
+                                                                   (identity, combine, finalize, acc), body))
+
+            return _finish(_kept_plan(checkout, arguments, plan), "migrate", dry_run, as_json, fmt, require_clean)
 
     sys.exit(run_guarded(state, run, as_json))
+
+
+def _kept_plan(checkout, arguments: str, make):
+    """The plan of this command line kept in the user cache while nothing it was computed from
+    changed (`mpsgen.commands.kept`), else `make()`, kept."""
+    from mpsgen.commands.kept import environment, keep_plan, kept_plan
+    from mpsgen.read.checkout import recording
+
+    env = environment(checkout.root)
+    plan = kept_plan(checkout, arguments, env)
+    if plan is None:
+        with recording(checkout.root) as reads:
+            plan = make()
+        keep_plan(checkout, arguments, plan, reads, env)
+    return plan
 
 
 def _legacy_files(checkout, paths) -> tuple[str, ...]:
@@ -559,7 +584,8 @@ def scan(state, candidates, tiers, new_op_list, as_json, markdown, fmt):
     def run():
         import dataclasses
 
-        from mpsgen.commands.scan import TIERS, new_op_candidates, scan_checkout
+        from mpsgen.commands.kept import kept_scan
+        from mpsgen.commands.scanreport import TIERS
         from mpsgen.errors import MpsgenError
 
         if as_json and markdown:
@@ -577,11 +603,19 @@ def scan(state, candidates, tiers, new_op_list, as_json, markdown, fmt):
         if new_op_list:
             if candidates:
                 raise MpsgenError("--new-op and --candidates are two lists", hint="pick one")
+            from mpsgen.commands.scan import new_op_candidates
+
             found = [c for c in new_op_candidates(state.checkout()) if c.tier in chosen]
             _print_new_op_list(found, as_json, markdown)
             return 0
         show = candidates or tiers is not None
-        report = dataclasses.replace(scan_checkout(state.checkout()), tiers=chosen)
+        checkout = state.checkout()
+        report = kept_scan(checkout)  # a checkout nothing changed in: the kept report, and nothing that computes it imported
+        if report is None:
+            from mpsgen.commands.scan import scan_checkout
+
+            report = scan_checkout(checkout)
+        report = dataclasses.replace(report, tiers=chosen)
         if as_json:
             from mpsgen.render.jsontext import dumps_indented
             from mpsgen.render.scan_json import report_to_json

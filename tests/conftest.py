@@ -42,8 +42,11 @@ def _isolated_index_cache(tmp_path_factory: pytest.TempPathFactory):
     """mpsgen's index cache and state directory (mpsgen.read.cache) in directories of this run, never the user's; set in
     the environment so the CLI run as a subprocess uses it too. The parallel workers of one run share the cache, as
     the processes of one user do (what it keeps is keyed by content and written by rename): a scan's body checks
-    are paid once a run, not once a worker. A test of the cache itself sets its own."""
-    previous = {name: os.environ.get(name) for name in ("MPSGEN_CACHE_DIR", "MPSGEN_STATE_DIR")}
+    are paid once a run, not once a worker. A test of the cache itself sets its own. The kept scan report
+    (mpsgen.commands.kept) is off: a test that patches mpsgen in process and scans the miniature must
+    see its patch, which the report's key (mpsgen's files) does not; tests/test_scan_cache.py turns it on."""
+    previous = {name: os.environ.get(name) for name in ("MPSGEN_CACHE_DIR", "MPSGEN_STATE_DIR", "MPSGEN_NO_KEPT")}
+    os.environ["MPSGEN_NO_KEPT"] = "1"
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' base temp directories share a parent of this run's
         shared = tmp_path_factory.getbasetemp().parent / "mpsgen-cache"
         shared.mkdir(exist_ok=True)

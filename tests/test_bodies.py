@@ -181,12 +181,12 @@ def test_a_wrong_translation_rule_is_caught_by_try_and_the_placeholder_quotes_th
     assert any("atan2: body from atan2's CPU kernel not written: try failed" in n.message for n in plan.notes)
 
 
-def test_without_torch_or_a_compiler_the_plan_says_not_checked(tmp_path, monkeypatch):
+def test_without_a_compiler_the_plan_says_not_checked(tmp_path, monkeypatch):
     from mpsgen.commands import bodycheck
 
-    monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "torch is not importable (pip install torch==2.13.0)")
+    monkeypatch.setattr(bodycheck, "find_compiler", lambda: (None, "no C++ compiler found (looked for g++)"))
     plan = _plan(copy_checkout(tmp_path), "new-op", "copysign", body="cpu")
-    assert "copysign: body from copysign's CPU kernel not checked: torch is not importable (pip install torch==2.13.0)" \
+    assert "copysign: body from copysign's CPU kernel not checked: no C++ compiler found (looked for g++)" \
         in [n.message for n in plan.notes]
 
 
@@ -228,7 +228,7 @@ def test_a_try_that_compares_no_value_is_not_checked(tmp_path, monkeypatch):
     from mpsgen.commands import bodycheck
 
     skipped = [SimpleNamespace(metal_type=t, status="skipped", cases=0) for t in ("float", "half", "bfloat")]
-    monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
+    monkeypatch.setattr(bodycheck, "torch_importable", lambda: True)
     monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: SimpleNamespace(results=skipped))
     monkeypatch.setattr(bodycheck, "cached_result", lambda kind, inputs, run: run())  # no verdict kept earlier
     plan = _plan(copy_checkout(tmp_path), "new-op", "copysign", body="cpu")
@@ -247,8 +247,8 @@ def counted_try(tmp_path, monkeypatch):
     from mpsgen.commands import bodycheck
 
     runs = []
-    passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0)]
-    monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
+    passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0, nearer_float64=())]
+    monkeypatch.setattr(bodycheck, "torch_importable", lambda: True)
     monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")
     monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: runs.append(1) or SimpleNamespace(results=passed))
     return runs
@@ -268,8 +268,8 @@ def test_a_verdict_is_kept_for_the_same_planned_kernel_and_asked_again_for_anoth
     assert len(runs) == 2
 
 
-def test_a_verdict_depends_on_the_ops_own_yaml_entries_and_a_try_that_could_not_run_is_not_kept(tmp_path, monkeypatch,
-                                                                                              counted_try):
+def test_a_verdict_depends_on_the_ops_own_yaml_entries_and_only_a_cause_outside_the_body_is_asked_again(
+        tmp_path, monkeypatch, counted_try):
     from mpsgen.commands import bodycheck
 
     runs = counted_try
@@ -298,10 +298,23 @@ def test_a_verdict_depends_on_the_ops_own_yaml_entries_and_a_try_that_could_not_
     monkeypatch.setattr(bodycheck, "try_op", refused)
     kernel = root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
     kernel.write_text(kernel.read_text() + "// another planned kernel\n")
-    for count in (3, 4):  # asked each time: its message may name lines that move
+    for _ in range(2):  # a refusal of try's is decided by the content: kept, asked once
         with pytest.raises(MpsgenError) as refusal:
             _plan(root, "new-op", "copysign", body="cpu")
         assert "--body cpu: no body for copysign: try could not run it: no kernel to run" in refusal.value.message
+        assert len(runs) == 3
+
+    def timed_out(*args, **kwargs):
+        runs.append(1)
+        raise MpsgenError("the host compiler did not finish the try program in 180 s")
+
+    monkeypatch.setattr(bodycheck, "try_op", timed_out)
+    kernel.write_text(kernel.read_text() + "// yet another planned kernel\n")
+    for count in (4, 5):  # a cause outside the body (a loaded machine): not written, and asked each time
+        with pytest.raises(MpsgenError) as refusal:
+            _plan(root, "new-op", "copysign", body="cpu")
+        assert ("--body cpu: no body for copysign: try could not run it: the host compiler did not finish the try "
+                "program in 180 s") in refusal.value.message
         assert len(runs) == count
 
 
@@ -396,3 +409,100 @@ def test_a_params_placeholder_quotes_every_sources_answer(tmp_path):
         "  //     ((c10::metal::erf((x * M_SQRT1_2_F)) + 1.0f) * 0.5f)), which reads no\n"
         "  //     approximate: the graph computes one of its formulas only\n"
         "  //     (aten/src/ATen/native/mps/operations/Activation.mm:503)\n")
+
+
+# ---- without torch: a derived body is compiled before it is written (issue 42 item 4) ----------------
+
+needs_compiler = needs(None if find_compiler()[0] else "no C++ compiler (g++/clang++) on PATH")
+MATH_H = "aten/src/ATen/native/Math.h"
+
+
+def _without_torch(monkeypatch, only: str | None = None) -> None:
+    """torch unimportable (`import torch` fails, `find_spec("torch")` is None), and every body source but
+    `only` off (the catalog answers hypot first; c10 has hypot too)."""
+    import sys
+
+    from mpsgen.commands import bodycheck
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{id(monkeypatch)}")
+    monkeypatch.setattr(bodycheck, "COMPILE_VERSION", f"bodycompile-test-{id(monkeypatch)}")
+    if only is not None:
+        for source in bodies.SOURCES:
+            if source.name not in ("expr", only):
+                monkeypatch.setattr(source, "offer", lambda request, name=source.name: NoBody(name, "off in this test"))
+
+
+@needs_compiler
+@pytest.mark.parametrize("reference", ["catalog", "none"])
+def test_without_torch_a_body_that_does_not_compile_is_never_written_and_the_placeholder_quotes_the_compiler(
+        tmp_path, monkeypatch, reference):
+    # our own construct: the CPU kernel's helper (brought along from Math.h) reads a file-scope constant
+    # the translation does not bring: the Metal file does not compile. With the catalog's reference try
+    # compiles it (and would run it); without one the kernel file as planned is compiled alone
+    _without_torch(monkeypatch, only="cpu")
+    if reference == "none":
+        from mpsgen.commands import bodycheck as check
+
+        monkeypatch.setattr(check, "lookup", lambda op: None)
+    root = copy_checkout(tmp_path)
+    math_h = root / MATH_H
+    text = math_h.read_text()
+    text = text.replace("template <typename T>\ninline C10_HOST_DEVICE T calc_hypot",
+                        "constexpr float kHypotScale = 1.0f;\n\ntemplate <typename T>\ninline C10_HOST_DEVICE T calc_hypot", 1)
+    math_h.write_text(text.replace("  const T big = std::max(x, y);", "  const T big = std::max(x, y) * kHypotScale;", 1))
+    assert math_h.read_text().count("kHypotScale") == 2
+    from mpsgen.commands import bodycheck
+
+    ran = []  # try (compiling, then running) or the compile alone
+    name = "try_op" if reference == "catalog" else "compile_metal_file"
+    original = getattr(bodycheck, name)
+    monkeypatch.setattr(bodycheck, name, lambda *a, **k: ran.append(1) or original(*a, **k))
+    plan = plan_new_op(Checkout(root), "hypot", Options())
+    again = plan_new_op(Checkout(root), "hypot", Options())  # the verdict "does not compile" is kept by content
+    assert again == plan and len(ran) == 1
+    kernel = next(e.after for e in plan.edits if e.path.endswith("BinaryKernel.metal"))
+    functor = kernel[kernel.index("struct hypot_functor"):kernel.index("};\n", kernel.index("struct hypot_functor")) + 3]
+    assert "calc_hypot" not in kernel and "* kHypotScale" not in kernel  # the body is not written
+    assert functor == (
+        "struct hypot_functor {\n"
+        "  // mpsgen: write the body, then delete the #error line.\n"
+        "  // Kind: binary.\n"
+        "  // Dtype groups: float.\n"
+        "  // What each body source offered:\n"
+        "  //   catalog: off in this test\n"
+        "  //   c10: off in this test\n"
+        "  //   cpu: it does not compile\n"
+        "  //     (aten/src/ATen/native/mps/kernels/BinaryKernel.metal:98 as planned:\n"
+        "  //     ‘kHypotScale’ was not declared in this scope)\n"
+        "  //     (aten/src/ATen/native/cpu/BinaryOpsKernel.cpp:52)\n"
+        "  //   graph: off in this test\n"
+        "#error \"mpsgen: write the body of this functor, then delete this line\"\n"
+        "  template <typename T>\n"
+        "  inline T operator()(const T a, const T b) {\n"
+        "    return a;\n"
+        "  }\n"
+        "};\n")
+    assert ("hypot: body from hypot's CPU kernel not written: it does not compile (aten/src/ATen/native/mps/kernels/"
+            "BinaryKernel.metal:98 as planned: ‘kHypotScale’ was not declared in this scope)") in [n.message for n in plan.notes]
+
+
+@needs_compiler
+def test_without_torch_a_body_that_compiles_is_written_and_the_note_says_it_was_compiled_not_run(tmp_path, monkeypatch):
+    _without_torch(monkeypatch, only="cpu")
+    plan = plan_new_op(Checkout(copy_checkout(tmp_path)), "hypot", Options())
+    notes = [n.message for n in plan.notes]
+    # compiled, then run on the host against the catalog's Python reference (hypot has one)
+    assert "hypot: checked: 1068 values match the catalog's reference (torch is not importable)" in notes, notes
+    kernel = next(e.after for e in plan.edits if e.path.endswith("BinaryKernel.metal"))
+    assert "calc_hypot(a, b)" in kernel and "#error" not in kernel
+
+
+@needs_compiler
+def test_without_torch_a_params_body_is_compiled_and_written_saying_it_was_not_run(tmp_path, monkeypatch):
+    # gelu takes its approximate in a params struct: the catalog's references take no scalars
+    _without_torch(monkeypatch)
+    plan = plan_migrate(Checkout(copy_checkout(tmp_path)), ("gelu",), Options())
+    notes = [n.message for n in plan.notes]
+    assert ("gelu: body from gelu's CPU kernel, both branches on approximate (GeluType::Tanh or not) compiled, not "
+            "run: torch is not importable (pip install torch==2.13.0): its CPU op is the reference") in notes, notes

@@ -101,6 +101,27 @@ def test_cpu_overflowing_in_an_intermediate_is_a_match_only_where_the_value_is_f
     assert compare(Inputs("int", ((1,),)), (5,), (6,), "int", wide=lambda i: 5).mismatches == 1  # exact types: never
 
 
+def test_a_value_nearer_the_float64_op_than_cpus_is_a_match_named_in_the_note_and_a_wrong_one_is_not():
+    # mse_loss in half: CPU rounds a - b to half before squaring, the kernel squares it at opmath
+    inputs = Inputs("half", ((-2.5, -2.5, -2.5, -2.5, 3.0), (0.0010004043579101562,) * 4 + (1.0,)))
+    want = (6.26171875, 6.26171875, 7.0, 6.26171875, 4.0)  # CPU's (case 2: made far off)
+    wide = {0: 6.25390625, 1: 6.25390625, 2: 6.25390625, 3: 6.25390625, 4: 4.0}.get  # in float64, rounded to half
+    # case 0: the float64 value; case 1: a wrong constant (1.01 *); case 2: nearer the float64 value
+    # than CPU but outside the tolerance of it; case 3: a flipped branch (the other side's value)
+    got = (6.25390625, 6.31640625, 6.5, 0.0, 4.0)
+    result = compare(inputs, got, want, "half", wide=wide)
+    assert [m.got for m in result.examples] == [6.31640625, 6.5, 0.0]
+    assert result.nearer_float64 == (((-2.5, 0.0010004043579101562), 6.25390625, 6.26171875, 6.25390625),)
+    assert result.note == ("1 case nearer the op computed in float64 than CPU (CPU rounds an intermediate to the input "
+                           "type; the kernel computes at opmath): (-2.5, 0.0010004043579101562) gave 6.25390625, "
+                           "CPU 6.26171875, float64 6.25390625")
+    right = compare(inputs, (6.25390625,) * 4 + (4.0,), want, "half", wide=wide)
+    assert (right.status, right.mismatches, len(right.nearer_float64)) == ("passed", 0, 4)
+    assert right.note.endswith("; 1 more")
+    without = compare(inputs, (6.25390625,) * 4 + (4.0,), want, "half")  # no float64 reference: no rule
+    assert (without.status, without.mismatches) == ("failed", 4)
+
+
 def test_a_value_of_either_of_the_cpus_scalar_loop_answers_is_a_match_and_a_value_of_neither_is_not():
     inputs = Inputs("float", ((1.0, 2.0, 3.0),))
     want = (-1.0, 2.0, -3.0)  # the vectorised loop's
@@ -465,3 +486,45 @@ def test_a_compile_error_in_another_functor_is_named_as_pre_existing(hypot_root)
     assert "no_such_name" in first
     assert first.endswith("(pre-existing: in maximum_functor, not hypot_functor; the whole kernel file must compile "
                           "for try to run hypot_functor on the host)")
+
+
+# ---- the verdict follows test_output_match: a body at opmath where CPU rounds an intermediate -------
+
+# the miniature's own loss functors (issue 42): mse at opmath, and huber with a flipped branch or a wrong constant
+OPMATH_MSE = "(a - b) * (a - b)"
+HUBER_FLIPPED = "abs(a - b) < delta ? delta * (abs(a - b) - 0.5f * delta) : 0.5f * (a - b) * (a - b)"
+HUBER_CONSTANT = "abs(a - b) < delta ? 0.45f * (a - b) * (a - b) : delta * (abs(a - b) - 0.5f * delta)"
+
+
+@needs_compiler
+@needs_torch
+def test_a_body_at_opmath_where_cpu_rounds_an_intermediate_passes_with_a_note_naming_the_cases(tmp_path):
+    root = copy_checkout(tmp_path)
+    _apply(root, "migrate", "mse_loss", "--expr", OPMATH_MSE)
+    result = run_cli(["-C", str(root), "try", "mse_loss", "--backend", "host", "--json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    doc = json.loads(result.stdout)
+    by_dtype = {d["dtype"]: d for d in doc["dtypes"]}
+    assert {d: r["status"] for d, r in by_dtype.items()} == {"float32": "passed", "float16": "passed", "bfloat16": "passed"}
+    half = by_dtype["float16"]
+    assert half["nearer_float64"] > 0 and half["mismatches"] == 0
+    first = half["nearer_float64_cases"][0]
+    # the kernel's value is the float64 one, CPU's is not
+    assert first["got"] == first["float64"] != first["cpu"]
+    assert f"{half['nearer_float64']} cases nearer the op computed in float64 than CPU" in half["note"]
+    assert f"({', '.join(repr(v) for v in first['inputs'])}) gave {first['got']}, CPU {first['cpu']}" in half["note"]
+    text = run_cli(["-C", str(root), "try", "mse_loss", "--backend", "host", "--format", "plain"])
+    total = sum(d["nearer_float64"] for d in doc["dtypes"])
+    assert text.stdout.splitlines()[-1] == f"3 dtype(s): all match ({total} cases nearer the op in float64 than CPU: see the notes)"
+
+
+@needs_compiler
+@needs_torch
+@pytest.mark.parametrize("expr", [HUBER_FLIPPED, HUBER_CONSTANT], ids=["flipped-branch", "wrong-constant"])
+def test_a_flipped_branch_or_a_wrong_constant_still_fails(tmp_path, expr):
+    root = copy_checkout(tmp_path)
+    _apply(root, "migrate", "huber_loss", "--expr", expr)
+    result = run_cli(["-C", str(root), "try", "huber_loss", "--backend", "host", "--json"])
+    assert result.exit_code == 1, result.stdout + result.stderr
+    doc = json.loads(result.stdout)
+    assert {d["dtype"] for d in doc["dtypes"] if d["status"] == "failed"} == {"float32", "float16", "bfloat16"}

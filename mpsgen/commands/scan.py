@@ -51,7 +51,18 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from mpsgen.commands.scanreport import (
+    BACKINGS,
+    GRAPH_SITE,
+    TIERS,
+    Candidate,
+    FileTotal,
+    MpsKernel,
+    OpRecord,
+    ScanReport,
+)
 from mpsgen.commands.confirm import migrate_refusal
+from mpsgen.commands.kept import environment, keep_scan, kept_scan
 from mpsgen.commands.migrate import body_turned_down
 from mpsgen.edit.pipeline import choose_body
 from mpsgen.edit.functor import Body
@@ -79,108 +90,15 @@ from mpsgen.facts.views import (
 )
 from mpsgen.model import Location
 from mpsgen.read.cache import cached_index
-from mpsgen.read.checkout import COMMON_MPS, Checkout
+from mpsgen.read.checkout import COMMON_MPS, Checkout, recording
 from mpsgen.read.cpp import find_definitions, mask_code
 from mpsgen.read.nfyaml import NativeFunctions, YamlEntry
 from mpsgen.read.pylists import match_bracket
 
-BACKINGS = ("native", "mpsgraph", "mps-other", "mps-unknown", "composite", "none")
 _OP_PRIORITY = ("mpsgraph", "mps-unknown", "mps-other", "native", "none", "composite")
-TIERS = ("ready", "reduce", "expr", "port")
-
-GRAPH_SITE = "LookUpOrCreateCachedGraph"
 _GRAPH_SITE = re.compile(rf"\b{GRAPH_SITE}\b")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*")
 _REGISTRATION_MACROS = frozenset({"REGISTER_DISPATCH", "REGISTER_MPS_DISPATCH", "REGISTER_NO_CPU_DISPATCH"})
-
-
-# --------------------------------------------------------------------------------------------------
-# Records
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MpsKernel:
-    """One separate `MPS: kernel` dispatch line and what its definition is."""
-
-    kernel: str
-    entry: str  # the yaml entry, e.g. `atan2.out`
-    dispatch: Location  # the `MPS: ...` line
-    backing: str  # mpsgraph | mps-other | mps-unknown
-    implementation: Location | None
-    definition: str | None  # impl-func, function, or `macro-instance MACRO`
-    lines: int  # the definition's length (0 when unknown)
-    graph_sites: int  # LookUpOrCreateCachedGraph calls in the definition itself
-    graph_helpers: tuple[str, ...]  # same-file helpers (or the generator macro) that build the graph
-
-
-@dataclass(frozen=True)
-class Candidate:
-    tier: str  # ready | expr | port
-    reason: str
-
-
-@dataclass(frozen=True)
-class OpRecord:
-    op: str
-    backing: str
-    location: Location  # the op's first yaml entry
-    overloads: tuple[tuple[str, str], ...]  # (entry name, backing) per entry
-    kernels: tuple[MpsKernel, ...]
-    stub: str | None
-    stub_signature: str | None
-    stub_location: Location | None
-    functor: str | None  # the functor name the stub maps to (registered or not)
-    metal_dtypes: tuple[str, ...]  # dtype groups registered for that functor in kernels/*.metal
-    xfail_entries: int
-    xfail_keys: tuple[str, ...]
-    candidate: Candidate | None
-
-    @property
-    def implementation(self) -> Location | None:
-        return next((k.implementation for k in self.kernels if k.implementation), None)
-
-    @property
-    def graph_sites(self) -> int:
-        return sum(k.graph_sites for k in self.kernels)
-
-    @property
-    def legacy_lines(self) -> int:
-        return sum(k.lines for k in self.kernels)
-
-
-@dataclass(frozen=True)
-class FileTotal:
-    """One `mps/operations/*.mm` file: graph sites in it and the separate MPS kernels it defines."""
-
-    path: str
-    graph_sites: int
-    mpsgraph_kernels: int
-    other_kernels: int
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ScanReport:
-    root: str
-    ops: tuple[OpRecord, ...]
-    files: tuple[FileTotal, ...]
-    notes: tuple[str, ...] = ()
-    tiers: tuple[str, ...] = TIERS  # the candidate tiers listed (`scan --tier`)
-
-    def by_backing(self) -> dict[str, int]:
-        counts = Counter(r.backing for r in self.ops)
-        return {b: counts.get(b, 0) for b in BACKINGS}
-
-    def candidates(self) -> tuple[OpRecord, ...]:
-        """Ops `migrate` can take, easiest first."""
-        chosen = [r for r in self.ops if r.candidate is not None and r.candidate.tier in self.tiers]
-        return tuple(sorted(chosen, key=lambda r: (
-            TIERS.index(r.candidate.tier), r.implementation is None, r.legacy_lines, r.graph_sites, r.op)))
-
-    @property
-    def graph_sites(self) -> int:
-        return sum(f.graph_sites for f in self.files)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -248,8 +166,20 @@ def new_op_candidates(checkout: Checkout) -> tuple[NewOpCandidate, ...]:
 
 def scan_checkout(checkout: Checkout) -> ScanReport:
     """Read the checkout once and classify every operator of native_functions.yaml (through the op
-    facts of `mpsgen.facts.views` and the refusals of `mpsgen.facts.resolve`, as migrate would)."""
+    facts of `mpsgen.facts.views` and the refusals of `mpsgen.facts.resolve`, as migrate would).
+    The report is kept in the user cache with everything it was computed from
+    (`mpsgen.commands.kept`): a scan of a checkout nothing changed in is that report."""
+    env = environment(checkout.root)
+    kept = kept_scan(checkout, env)
+    if kept is not None:
+        return kept
+    with recording(checkout.root) as reads:
+        report = _scan_checkout(checkout)
+    keep_scan(checkout, report, reads, env)
+    return report
 
+
+def _scan_checkout(checkout: Checkout) -> ScanReport:
     views = Views(Workspace(checkout), disk_cache=True)
     nf = views.native_functions
     views.all_stubs()  # one read of every header: every op looks its stub up

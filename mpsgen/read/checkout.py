@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import fnmatch
-
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +34,37 @@ class Texts(Protocol):
     def read(self, rel: str) -> str: ...
 
     def exists(self, rel: str) -> bool: ...
+
+
+@dataclass
+class Reads:
+    """What a command read of one checkout on disk (`recording`): each file's text, each `exists`
+    answer, each directory listing. A result computed under it is valid while all of them are the
+    same (`mpsgen.commands.kept`)."""
+
+    root: Path
+    texts: dict[str, str] = field(default_factory=dict)
+    exists: dict[str, bool] = field(default_factory=dict)
+    globs: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+
+
+_RECORDING: list[Reads] = []
+
+
+@contextmanager
+def recording(root: Path) -> Iterator[Reads]:
+    """Record every read of the checkout at `root` on disk (through any `Checkout` of it, a
+    `PlannedCheckout`'s planned texts excepted) while the block runs."""
+    reads = Reads(Path(root))
+    _RECORDING.append(reads)
+    try:
+        yield reads
+    finally:
+        _RECORDING.remove(reads)
+
+
+def _recorders(root: Path) -> list[Reads]:
+    return [r for r in _RECORDING if r.root == root] if _RECORDING else []
 
 
 class Checkout:
@@ -71,13 +104,23 @@ class Checkout:
         return self.root / rel
 
     def exists(self, rel: str) -> bool:
-        return (self.root / rel).is_file()
+        found = (self.root / rel).is_file()
+        for reads in _recorders(self.root):
+            reads.exists[rel] = found
+        return found
 
     def read(self, rel: str) -> str:
         """The file's text, decoded as UTF-8 with its line endings exactly as on disk."""
         if rel not in self._texts:
             self._texts[rel] = read_text(self.root, rel)
-        return self._texts[rel]
+        text = self._texts[rel]
+        if _RECORDING and not self._is_planned(rel):
+            for reads in _recorders(self.root):
+                reads.texts[rel] = text
+        return text
+
+    def _is_planned(self, rel: str) -> bool:
+        return False
 
     def glob(self, rel_dir: str, pattern: str) -> list[str]:
         """The files of `rel_dir` matching `pattern` (listed once per command, like the reads)."""
@@ -86,6 +129,8 @@ class Checkout:
             base = self.root / rel_dir
             found = sorted(f"{rel_dir}/{p.name}" for p in base.glob(pattern) if p.is_file()) if base.is_dir() else []
             self._globs[key] = found
+        for reads in _recorders(self.root):
+            reads.globs[key] = tuple(self._globs[key])
         return list(self._globs[key])
 
 
@@ -154,6 +199,9 @@ class PlannedCheckout(Checkout):
 
     def exists(self, rel: str) -> bool:
         return rel in self._planned or super().exists(rel)
+
+    def _is_planned(self, rel: str) -> bool:
+        return rel in self._planned
 
     def glob(self, rel_dir: str, pattern: str) -> list[str]:
         """On disk, and the files the plan creates there (a params op's new `kernels/Unary.h`)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from mpsgen.commands.scan import BACKINGS, TIERS, OpRecord, ScanReport
+from mpsgen.commands.scanreport import BACKINGS, TIERS, OpRecord, ScanReport
 from mpsgen.model import Location
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from mpsgen.commands.scan import GRAPH_SITE, ScanReport
+from mpsgen.commands.scanreport import GRAPH_SITE, ScanReport
 from mpsgen.render.scan_rows import candidate_rows, file_rows, summary_rows
 
 

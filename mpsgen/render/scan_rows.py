@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from mpsgen.commands.scan import BACKINGS, TIERS, ScanReport
+from mpsgen.commands.scanreport import BACKINGS, TIERS, ScanReport
 from mpsgen.render.scan_json import location_text
 
 BACKING_MEANINGS = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpsgen.commands.scan import ScanReport
+from mpsgen.commands.scanreport import ScanReport
 from mpsgen.render.mode import console as make_console
 from mpsgen.render.scan_rows import candidate_rows, candidates_line, file_rows, summary_rows
 

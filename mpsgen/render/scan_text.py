@@ -3,7 +3,7 @@ every cell whole (op names, full `path:line` of implementations, reasons)."""
 
 from __future__ import annotations
 
-from mpsgen.commands.scan import ScanReport
+from mpsgen.commands.scanreport import ScanReport
 from mpsgen.render.scan_rows import candidate_rows, candidates_line, file_rows, summary_rows
 from mpsgen.render.text import aligned, one_line
 

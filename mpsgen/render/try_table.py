@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mpsgen.render.try_text import nearer_summary
+
 
 def render_try(report) -> None:
     import sys
@@ -44,5 +46,5 @@ def render_try(report) -> None:
     failed = [r.dtype + (f" [{r.scalars}]" if r.scalars else "") for r in report.results if r.status == "failed"]
     compared = any(r.status == "passed" for r in report.results)
     console.print(f"[bold]{len(report.results)} dtype(s):[/bold] " + (f"[red]mismatches in {', '.join(failed)}[/]" if failed else
-                                                                       "[green]all match[/]" if compared else
+                                                                       "[green]all match[/]" + nearer_summary(report) if compared else
                                                                        "[yellow]nothing compared (every one skipped)[/]"))

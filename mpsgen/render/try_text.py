@@ -6,6 +6,12 @@ from __future__ import annotations
 from mpsgen.render.text import aligned, one_line
 
 
+def nearer_summary(report) -> str:
+    """" (N cases nearer the op in float64 than CPU)" where the rule for CPU rounding an intermediate matched some."""
+    count = sum(len(r.nearer_float64) for r in report.results)
+    return f" ({count} case{'s' if count != 1 else ''} nearer the op in float64 than CPU: see the notes)" if count else ""
+
+
 def try_lines(report) -> list[str]:
     where = "on MPS" if report.backend == "mps" else "on the host"
     lines = [one_line(f"ran {report.ran} ({report.location}) {where}: {report.backend_detail}")]
@@ -37,5 +43,5 @@ def try_lines(report) -> list[str]:
     failed = [r.dtype + (f" [{r.scalars}]" if r.scalars else "") for r in report.results if r.status == "failed"]
     compared = any(r.status == "passed" for r in report.results)
     lines.append(f"{len(report.results)} dtype(s): " + (f"mismatches in {', '.join(failed)}" if failed else
-                                                        "all match" if compared else "nothing compared (every one skipped)"))
+                                                        "all match" + nearer_summary(report) if compared else "nothing compared (every one skipped)"))
     return lines

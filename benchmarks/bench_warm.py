@@ -1,0 +1,142 @@
+"""Time mpsgen as an installed user runs it, cold (an empty user cache) and warm (issue 43).
+
+    python benchmarks/bench_warm.py --python VENV/bin/python --real DIR --source DIR [--runs 5]
+
+`--python` is the interpreter of a non-editable install (`python -m venv VENV && VENV/bin/pip install
+'.[trace]'`: mpsgen as a wheel, with torch 2.13.0 importable, as a contributor has it). `--real` is a
+real-size checkout (the release's wheel files plus the mps kernel and host files, no `.cpp`), `--source`
+the same with upstream's `aten/src/ATen/native/*.cpp` and `native/cpu/*.cpp` (a source checkout).
+Both are copied into a temporary directory first (every command here is read-only anyway).
+
+Every command runs as a whole process (`PYTHON -m mpsgen -C ROOT ...`): once with an empty user cache
+(`cold`, a cache directory of its own), then `--runs` times with what that run kept (`warm`: median).
+In the same run: `--help` (the floor every ratio is taken to, CPU-seconds: user + system of the process
+and the programs it waited for, `os.wait4`, which a loaded machine does not swell as it swells wall
+time) and the naive full parse (`benchmarks/run.py`'s: ruamel.yaml round-trip load of
+native_functions.yaml, libcst parse with positions of common_mps.py and common_methods_invocations.py).
+
+Commands: `scan --json` on both checkouts; `migrate asinh --dry-run` (a catalog body) and
+`migrate mse_loss --dry-run` (scan names its body as derived from the CPU kernel; where the
+checkout's kernel file already holds `mse_functor`, as the miniature's host files do, migrate keeps
+it and checks nothing) and `migrate signbit --dry-run` (a body derived from the MPSGraph graph:
+tried before it is planned) on the source checkout; `try hypot --backend host` (the host compiler and torch's CPU op:
+`cold` is its first run, `warm` repeated). Targets (issue 43): warm scan <= 10x --help on both;
+cold source-checkout scan <= 15 s; `migrate asinh --dry-run` <= 5x --help and >= 25x faster than the
+naive parse. Writes `--output` (default benchmarks/results-warm.json) and prints a table."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# (label, checkout: real | source | none, arguments after `mpsgen -C ROOT`)
+COMMANDS = (
+    ("--help", "none", ["--help"]),
+    ("scan --json (real-size)", "real", ["scan", "--json"]),
+    ("scan --json (source checkout)", "source", ["scan", "--json"]),
+    ("migrate asinh --dry-run", "source", ["migrate", "asinh", "--dry-run"]),
+    ("migrate mse_loss --dry-run (CPU-kernel body)", "source", ["migrate", "mse_loss", "--dry-run"]),
+    ("migrate signbit --dry-run (graph body)", "source", ["migrate", "signbit", "--dry-run"]),
+    ("try hypot --backend host", "source", ["try", "hypot", "--backend", "host"]),
+)
+NAIVE = "naive full parse"
+TARGETS = {  # label prefix -> (warm CPU-seconds ratio to --help at most, cold seconds at most)
+    "scan --json (real-size)": (10.0, None),
+    "scan --json (source checkout)": (10.0, 15.0),
+    "migrate asinh --dry-run": (5.0, None),
+}
+NAIVE_RATIO = 25.0  # migrate asinh --dry-run at least this much faster than the naive parse (wall)
+
+
+def _run_py():
+    spec = importlib.util.spec_from_file_location("mpsgen_benchmarks_run", HERE / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def measure(run_once, argv: list[str], env: dict, cwd: Path, runs: int) -> dict:
+    """One cold run (the cache directory in `env` empty), then `runs` warm ones."""
+    shutil.rmtree(env["MPSGEN_CACHE_DIR"], ignore_errors=True)
+    cold = run_once(argv, env, cwd)
+    warm = [run_once(argv, env, cwd) for _ in range(runs)]
+    return {
+        "cold_s": round(cold[0], 3), "cold_cpu_s": round(cold[3], 3),
+        "warm_s": round(statistics.median(w[0] for w in warm), 3),
+        "warm_cpu_s": round(statistics.median(w[3] for w in warm), 3),
+        "peak_mb": round(max([cold[1]] + [w[1] for w in warm]), 1),
+        "exit_codes": sorted({cold[2]} | {w[2] for w in warm}), "runs": runs,
+    }
+
+
+def table(results: dict) -> str:
+    commands = results["commands"]
+    floor = commands["--help"]["warm_cpu_s"]
+    naive = commands[NAIVE]["warm_s"]
+    rows = [("command", "cold s", "cold cpu s", "warm s", "warm cpu s", "warm x --help (cpu)", "vs naive", "target")]
+    for label, data in commands.items():
+        ratio = data["warm_cpu_s"] / floor
+        verdicts = []
+        goal = next((v for k, v in TARGETS.items() if label.startswith(k)), None)
+        if goal is not None:
+            if goal[0] is not None:
+                verdicts.append(f"warm <= {goal[0]:g}x " + ("ok" if ratio <= goal[0] else "MISSED"))
+            if goal[1] is not None:
+                verdicts.append(f"cold <= {goal[1]:g} s " + ("ok" if data["cold_s"] <= goal[1] else "MISSED"))
+        if label.startswith("migrate asinh"):
+            verdicts.append(f">= {NAIVE_RATIO:g}x naive " + ("ok" if naive / data["warm_s"] >= NAIVE_RATIO else "MISSED"))
+        rows.append((label, f"{data['cold_s']:.3f}", f"{data['cold_cpu_s']:.3f}", f"{data['warm_s']:.3f}",
+                     f"{data['warm_cpu_s']:.3f}", f"{ratio:.1f}x", f"{naive / data['warm_s']:.1f}x" if label != NAIVE else "",
+                     ", ".join(verdicts)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", required=True, help="the interpreter of a non-editable install of mpsgen")
+    parser.add_argument("--real", required=True, metavar="DIR", help="a real-size checkout (no .cpp)")
+    parser.add_argument("--source", required=True, metavar="DIR", help="a source checkout (with native/*.cpp)")
+    parser.add_argument("--runs", type=int, default=5, help="warm runs per command (default 5)")
+    parser.add_argument("--naive-runs", type=int, default=1, help="runs of the naive parse after its first (default 1)")
+    parser.add_argument("--output", default=str(HERE / "results-warm.json"), help="where the JSON goes")
+    args = parser.parse_args(argv)
+    run = _run_py()
+    python = str(Path(args.python).absolute())
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("MPSGEN_", "PYTHONPATH"))}
+    env["NO_COLOR"] = "1"
+    with tempfile.TemporaryDirectory(prefix="mpsgen-bench-warm-") as tmp:
+        roots = {"none": Path(tmp)}
+        for name, given in (("real", args.real), ("source", args.source)):
+            roots[name] = Path(tmp) / name / "pytorch"
+            shutil.copytree(given, roots[name], ignore=shutil.ignore_patterns(".git", ".mpsgen"))
+        results = {"machine": run.machine(), "python": python, "checkouts": {"real": args.real, "source": args.source},
+                   "commands": {}}
+        for label, where, cmd in COMMANDS:
+            argv_ = [python, "-m", "mpsgen"] + (cmd if where == "none" else ["-C", str(roots[where])] + cmd)
+            env["MPSGEN_CACHE_DIR"] = str(Path(tmp) / "cache" / str(len(results["commands"])))
+            print(f"timing {label} ...", file=sys.stderr)
+            results["commands"][label] = measure(run.run_once, argv_, env, Path(tmp), args.runs)
+        env["MPSGEN_CACHE_DIR"] = str(Path(tmp) / "cache" / "naive")
+        print(f"timing {NAIVE} ...", file=sys.stderr)
+        results["commands"][NAIVE] = measure(run.run_once, [python, "-c", run.NAIVE, str(roots["source"])], env,
+                                             Path(tmp), args.naive_runs)
+    results["table"] = table(results)
+    Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    m = results["machine"]
+    print(f"{m['cpu']}, {m['cores']} cores, {m['os']}, Python {m['python']}, mpsgen {m['mpsgen_commit']}, {m['date']}")
+    print(results["table"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
