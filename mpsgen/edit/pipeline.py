@@ -164,7 +164,7 @@ def body_resolution(views: Views, spec: OpSpec, options: Options) -> BodyResolut
         raise MpsgenError(f"--expr and --body {options.body} both choose the body", hint="pass one of them")
     request = BodyRequest(views, spec.facts, spec.op, spec.functor, spec.arity, spec.alpha, options.expr,
                           namespace_prefixes(views.ws.read(spec.kernel_file)),
-                          checkout_functions(views.ws, disk_cache=views.disk_cache))
+                          checkout_functions(views.ws, disk_cache=views.disk_cache), alpha_name=spec.alpha_name)
     return resolve_body(request, forced=options.body, rejected=dict(options.rejected))
 
 
