@@ -146,3 +146,20 @@ def test_smooth_l1s_cpu_body_fails_try_in_half_only_where_cpu_rounds_beta_to_hal
     dry = run_cli(["-C", str(root), "migrate", "smooth_l1_loss", "--dry-run"])
     assert dry.exit_code == 0, dry.stderr
     assert "//   cpu: try failed: half: 102 of 356 differ ((0.0, inf) gave inf, want nan,\n" in dry.stdout.replace("+  ", "  ")
+
+
+def test_a_kernel_parameter_read_as_it_is_is_its_field_and_a_gradient_serves_floating_dtypes_only(tmp_path):
+    # huber_backward's params need a launcher the miniature's library cannot take: asked directly
+    from mpsgen.facts.views import read_op
+    from mpsgen.read.c10lib import checkout_functions
+
+    root = _checkout(tmp_path)
+    views = Views(Workspace(Checkout(root)))
+    facts = read_op(views, "huber_loss_backward")
+    request = BodyRequest(views, facts, "huber_loss_backward", "huber_backward", 3, False, None,
+                          NamespacePrefixes("", ""), checkout_functions(views.ws),
+                          params=(("norm", "scalar", ()), ("delta", "double", ())))
+    offer = resolve_body(request, forced="cpu").chosen
+    assert offer.expr == "huber_backward_scalar(a, b, c, norm, delta)"
+    assert "  if (d <= -delta) {\n" in offer.helpers[0] and "      return -norm * g * delta;\n" in offer.helpers[0]
+    assert offer.supports == ("float",)  # AT_DISPATCH_ALL_TYPES: its integer types are no gradient

@@ -47,6 +47,7 @@ NATIVE_HEADERS = "aten/src/ATen/native"
 BODY_CHOICES = ("auto", "catalog", "c10", "cpu", "graph")
 OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
 SPECIAL_PREFIX = "special_"
+BACKWARD_SUFFIX = "_backward"
 
 # What each AT_DISPATCH_* base list covers, and the extra types its `_AND<n>` arguments add, as the
 # functor's dtype groups see them (`float`: float32, the group's anchor; half/bfloat16 ride along).
@@ -190,7 +191,8 @@ class CpuSource:
                 if branch is not None:
                     return _translate_select(request, kernels, rel, reads, *branch)
             offer = _translate(request, kernels, rel, chosen, reads)
-            if isinstance(offer, BodyOffer) and "integer" not in offer.supports and reads is None:
+            if isinstance(offer, BodyOffer) and "integer" not in offer.supports and reads is None \
+                    and not request.op.endswith(BACKWARD_SUFFIX):
                 offer = _with_integer_lambda(request, kernels, rel, lambdas, offer)
             return offer
         return NoBody(self.name, f"no REGISTER_DISPATCH({stub.name}, ...) in {', '.join(files)}")
@@ -445,6 +447,10 @@ def _groups(request: BodyRequest, lam: ScalarLambda, truth: bool = False) -> tup
     its operands as truth values and writes bool (`a && b`: the functor's complex overload reads
     each operand as one); other complex code (c10::complex arithmetic) is not translated."""
     covered = _covers(lam)
+    if request.op.endswith(BACKWARD_SUFFIX):
+        # a gradient: autograd asks a backward kernel for floating dtypes only, and an integer one is
+        # no gradient (smooth_l1_loss_backward's integer lambda divides by beta truncated to 0)
+        covered -= {"integer", "bool"}
     groups = []
     if "float" in covered:
         groups.append("float")

@@ -390,6 +390,9 @@ def _captured_reads(source: Source, lam, params: tuple[ParamRead, ...], bound: s
             if n.kind == "identifier" and n.field not in ("function", "declarator", "field")}
     out = {}
     for local in sorted(used - bound):
+        if local not in scope and local in by_name:  # the kernel's own parameter, captured as it is
+            out[local] = by_name[local].field
+            continue
         if local not in scope:
             continue
         read = _scope_read(source, local, scope, by_name, defaults, s, frozenset())

@@ -89,8 +89,26 @@ void logit_kernel(TensorIteratorBase& iter, const Scalar& eps_scalar) {
   });
 }
 
+// the kernel's own double read in the lambda as it is; an all-types list, though a gradient is
+// asked for floating dtypes only
+void huber_backward_kernel(TensorIterator& iter, const Scalar& norm, double delta) {
+  AT_DISPATCH_ALL_TYPES_AND2(kBFloat16, kHalf, iter.dtype(0), "huber_backward_cpu", [&] {
+    auto scale = norm.to<scalar_t>();
+    cpu_kernel(iter, [=](scalar_t x, scalar_t y, scalar_t g) -> scalar_t {
+      const auto d = x - y;
+      if (d <= -delta) {
+        return -scale * g * delta;
+      } else if (d >= delta) {
+        return scale * g * delta;
+      }
+      return scale * d * g;
+    });
+  });
+}
+
 } // namespace
 
+REGISTER_DISPATCH(huber_backward_stub, &huber_backward_kernel);
 REGISTER_DISPATCH(huber_stub, &huber_kernel);
 REGISTER_DISPATCH(smooth_l1_stub, &smooth_l1_kernel);
 REGISTER_DISPATCH(logit_backward_stub, &logit_backward_kernel);
