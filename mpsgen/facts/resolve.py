@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.compiled import CompiledAs, compiled_as
+from mpsgen.facts.compiled import CompiledAs, alpha_functor, compiled_as
 from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
                                     load_takes_parameter)
 from mpsgen.facts.perdevice import PerDevice, per_device_of, per_device_sites
@@ -313,7 +313,13 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                       call=call, notes=notes)
     alpha = stub.scalar_count == 1
     name = call.args[0].name if alpha and call is not None and len(call.args) == 1 and call.args[0].name else "alpha"
-    return OpSpec(facts, stub, arity, alpha, facts.functor, kernel_file, host_file, alpha_name=name, call=call,
+    functor = facts.functor
+    renamed = alpha_functor(views, kernel_file, functor) if alpha and options.expr is None else None
+    if renamed is not None:
+        functor = renamed[0]
+        notes += (f"{stub.name} passes a Scalar: launched as {functor} ({kernel_file}:{renamed[1]}), the functor the "
+                  f"file registers with an alpha; {facts.functor}_functor's kernels take none",)
+    return OpSpec(facts, stub, arity, alpha, functor, kernel_file, host_file, alpha_name=name, call=call,
                   notes=notes, per_device=per_device)
 
 
