@@ -148,3 +148,16 @@ def test_a_stub_passing_a_scalar_is_launched_as_the_functors_alpha_twin(tmp_path
     assert alpha_functor(views, rel, "plus_alpha") is None  # registered with an alpha itself: kept
     assert alpha_functor(views, rel, "maximum") is None  # no twin: kept
     assert alpha_functor(views, rel, "nosuch") is None
+
+
+def test_scan_lists_an_op_reusing_a_compiled_functor_as_ready(tmp_path):
+    # migrate writes no body for it (the stub is registered with copy_conj): scan does not ask the
+    # body sources, and confirms it by planning the migration
+    root = checkout_with_conj(tmp_path, copy_mm=True)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "scan", "--candidates", "--format", "plain"])
+    assert result.exit_code == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if " conj_physical " in line)
+    assert row.split()[2] == "ready"
+    assert row.rstrip().endswith("supported stub signature, the existing copy_conj_functor reused")
+    assert snapshot(root) == before

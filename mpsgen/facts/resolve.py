@@ -702,3 +702,18 @@ def _family_files(views: Views, stub: Stub, options: Options) -> tuple[str, str]
         if not views.checkout.exists(rel):
             raise MpsgenError(f"{rel}: file not found", hint=f"check the checkout, or pass {flag}")
     return kernel_rel, host_rel
+
+
+def reused_functor(views: Views, op: str, stub: Stub) -> str | None:
+    """The existing functor a migration of `op` registers its stub with instead of writing one, as
+    `resolve_op` chooses it: the functor the checkout compiles the op under (conj_physical's
+    copy_conj, `compiled_as`), or, for a stub passing a Scalar, its functor's `_alpha` twin (sub's
+    add_alpha, `alpha_functor`); None otherwise."""
+    existing = compiled_as(views, op)
+    if existing is not None and not stub.scalar_count:
+        return existing.functor
+    default = FAMILY_FILES.get(stub.header)
+    if default is None or stub.scalar_count != 1:
+        return None
+    twin = alpha_functor(views, f"{KERNELS_DIR}/{default[0]}", functor_name_of_stub(stub.name))
+    return twin[0] if twin is not None else None
