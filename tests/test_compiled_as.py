@@ -106,3 +106,58 @@ def test_raised_messages_and_the_reason_they_make():
     why = rule.judge("# RuntimeError: Expected self.is_complex() to be true,\n# but got false.")
     assert why.kind == "legacy-raise" and why.fixes_out("test_out") and why.fixes_out("test_variant_consistency_eager")
     assert rule.judge("# RuntimeError: Expected self.is_conj() to be true, but got false.").kind == "other"
+
+
+# a functor registered without an alpha beside its `_alpha` twin registered with one (2.13's
+# BinaryKernel.metal: add_functor for the add op's own path, add_alpha_functor for add_stub's Scalar)
+_TWINS = """
+struct plus_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return a + b;
+  }
+};
+
+struct plus_alpha_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b, const T alpha) {
+    return a + alpha * b;
+  }
+};
+
+REGISTER_BINARY_OP(plus, float, float);
+REGISTER_BINARY_ALPHA_OP(plus_alpha, float, float, float);
+REGISTER_BINARY_ALPHA_OP(plus_alpha, half, half, half);
+"""
+
+
+def test_a_stub_passing_a_scalar_is_launched_as_the_functors_alpha_twin(tmp_path):
+    from mpsgen.edit.workspace import Workspace
+    from mpsgen.facts.compiled import alpha_functor
+    from mpsgen.facts.views import Views
+    from mpsgen.read.checkout import Checkout
+
+    root = copy_checkout(tmp_path)
+    rel = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    path = root / rel
+    text = path.read_text()
+    path.write_text(text + _TWINS)
+    views = Views(Workspace(Checkout(root)))
+    line = (text + _TWINS).splitlines().index("struct plus_alpha_functor {") + 1
+    assert alpha_functor(views, rel, "plus") == ("plus_alpha", line)
+    assert alpha_functor(views, rel, "plus_alpha") is None  # registered with an alpha itself: kept
+    assert alpha_functor(views, rel, "maximum") is None  # no twin: kept
+    assert alpha_functor(views, rel, "nosuch") is None
+
+
+def test_scan_lists_an_op_reusing_a_compiled_functor_as_ready(tmp_path):
+    # migrate writes no body for it (the stub is registered with copy_conj): scan does not ask the
+    # body sources, and confirms it by planning the migration
+    root = checkout_with_conj(tmp_path, copy_mm=True)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "scan", "--candidates", "--format", "plain"])
+    assert result.exit_code == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if " conj_physical " in line)
+    assert row.split()[2] == "ready"
+    assert row.rstrip().endswith("supported stub signature, the existing copy_conj_functor reused")
+    assert snapshot(root) == before

@@ -331,3 +331,21 @@ def test_a_losss_reduction_branch_is_read_as_none_and_said():
     assert offer.expr == "((a - b) * (a - b))"
     assert "`(reduction == Reduction::None)` at aten/src/ATen/native/mps/operations/LossOps.mm:22 is read as " \
            "Reduction::None (the reduction runs as a separate kernel)" in offer.describe
+
+
+def test_a_reduction_helper_taking_the_graph_after_the_tensor_is_inlined_and_its_switch_read_as_none():
+    # the miniature's reduceTensor(loss, reduction, mpsGraph, n): the graph is its third argument and
+    # it reduces in a `switch (reduction)`; the elementwise kernel is what Reduction::None computes
+    rel = "aten/src/ATen/native/mps/operations/LossOps.mm"
+    text = (FIXTURE_CHECKOUT / rel).read_text()
+    graph = read_graph(text, rel, "huber_loss_out_mps", find_definitions(text, rel))
+    assert graph.output is not None, graph.why
+    assert f"`switch (reduction)` at {rel}:58 is read as Reduction::None (the reduction runs as a separate kernel)" \
+        in graph.notes
+    # a switch on anything but a loss's reduction still ends the reading, naming it
+    at = text.index("static MPSGraphTensor* reduceTensor(")
+    other = text[:at] + text[at:].replace("switch (reduction) {\n    case Reduction::Mean:",
+                                          "switch (axesCount) {\n    case 1:", 1)
+    assert other != text
+    refused = read_graph(other, rel, "huber_loss_out_mps", find_definitions(other, rel))
+    assert refused.output is None and refused.why == "the graph depends on `switch (axesCount)` at run time"

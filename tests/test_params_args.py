@@ -183,3 +183,22 @@ def test_an_enum_field_is_an_int_filled_by_a_cast(tmp_path):
     assert field.struct_lines == ("int approximate;",)
     assert field.host_inits == ("static_cast<int>(approximate)",)
     assert field.expr_names == ("approximate", "GeluType::None", "GeluType::Tanh", "GeluType::END")
+
+
+def test_a_params_body_naming_scalar_t_gets_it_declared_and_compiles(tmp_path):
+    # a graph's constant held in the input's dtype (`constantWithScalar:delta dataType:x.dataType`)
+    # is `static_cast<scalar_t>(delta)`: the params functor declares scalar_t as the input type, as the
+    # plain functor does, so the kernel file compiles (it did not: "'scalar_t' does not name a type")
+    root = copy_checkout(tmp_path)
+    expr = "abs(a - b) < static_cast<scalar_t>(delta) ? 0.5f * (a - b) * (a - b) : delta * (abs(a - b) - 0.5f * delta)"
+    done = run_cli(["-C", str(root), "migrate", "huber_loss", "--expr", expr])
+    assert done.exit_code == 0, done.stderr
+    kernel = (root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal").read_text()
+    assert ("  inline T operator()(const T a_, const T b_, const HuberParams<T> params) {\n"
+            "    using scalar_t = T;\n"
+            "    const float a = static_cast<float>(a_);\n") in kernel
+    after = snapshot(root)
+    assert run_cli(["-C", str(root), "migrate", "huber_loss", "--expr", expr]).exit_code == 0
+    assert snapshot(root) == after
+    verify = run_cli(["-C", str(root), "verify", "huber_loss", "--static-only"])
+    assert verify.exit_code == 0, verify.stdout + verify.stderr

@@ -120,3 +120,36 @@ def test_a_header_holding_objective_c_is_formatted_as_objective_c():
     # in a comment it is not code
     assert assumed_suffix("x.h", "// @autoreleasepool blocks live in the .mm files\n") == ".h"
     assert assumed_suffix("k.metal", "@autoreleasepool") == ".cpp"
+
+
+@needs_compiler
+def test_the_ternary_alpha_kernels_are_added_where_the_c10_headers_have_none(tmp_path):
+    # 2.13's c10/metal (the miniature's): plain ternary kernels only. The alpha ones and
+    # REGISTER_TERNARY_ALPHA_OP / REGISTER_OPMATH_TERNARY_ALPHA_OP go after REGISTER_TERNARY_OP
+    # (issue 42), named as 2.15's are, then the launcher binding them; the kernels compile (verify)
+    root = overlay(tmp_path, kernels=False)
+    before = snapshot(root)
+    dry = run_cli(["-C", str(root), *ARGS, "--dry-run"])
+    assert dry.exit_code == 0, dry.stderr
+    assert_golden(dry.stdout, "launcher/huber_loss_backward_213.diff")
+    assert snapshot(root) == before
+    summary = " ".join(dry.stderr.split())
+    assert (f"note: {INDEXING}:399: this checkout's c10/metal has no ternary kernels taking a value next to the "
+            "tensors: ternary_alpha_dense/ternary_alpha_strided and REGISTER_TERNARY_ALPHA_OP (with "
+            "REGISTER_OPMATH_TERNARY_ALPHA_OP) added after REGISTER_TERNARY_OP") in summary
+    assert run_cli(["-C", str(root), *ARGS]).exit_code == 0
+    after = snapshot(root)
+    assert changed_files(before, after) == diff_paths(dry.stdout)
+    again = run_cli(["-C", str(root), *ARGS, "--dry-run"])
+    assert again.exit_code == 0 and again.stdout == "", again.stderr
+    verify = run_cli(["-C", str(root), "verify", "huber_loss_backward", "--static-only"])
+    assert verify.exit_code == 0, verify.stdout + verify.stderr
+    assert snapshot(root) == after
+
+
+def test_the_alpha_kernels_are_not_added_where_the_helpers_they_call_are_missing(tmp_path):
+    root = overlay(tmp_path, kernels=False)
+    path = root / INDEXING
+    path.write_text(path.read_text(encoding="utf-8").replace("pos_from_thread_index", "position_of"), encoding="utf-8")
+    assert (f"and mpsgen cannot add it: no c10/metal/*.h defines the ternary alpha kernels, and {INDEXING} lacks "
+            "pos_from_thread_index, which mpsgen's would call") in _refused(root)

@@ -75,7 +75,7 @@ from mpsgen.facts.catalog import load_catalog, lookup
 from mpsgen.facts.params import checkout_enums, is_params_stub
 from mpsgen.facts.perdevice import per_device_sites
 from mpsgen.facts.reduction import REDUCTION_FAMILY
-from mpsgen.facts.resolve import Options, composite_of, generation_problem, resolve_op
+from mpsgen.facts.resolve import Options, composite_of, generation_problem, resolve_op, reused_functor
 from mpsgen.facts.rules import MPSGRAPH
 from mpsgen.facts.views import (
     DispatchSite,
@@ -286,6 +286,12 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
     alpha = stub.scalar_count == 1
     entry = lookup(functor, catalog) or lookup(op, catalog)
     graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
+    reused = reused_functor(views, op, stub)
+    if reused is not None:  # no body to find: migrate registers the stub with a functor the file has
+        refusal = migrate_refusal(views.checkout, op, views, _templates(views))
+        if refusal is not None:
+            return Candidate("port", f"migrate refuses: {refusal}")
+        return Candidate("ready", f"supported stub signature, the existing {reused}_functor reused{graph}")
     if entry is not None and not alpha and entry.arity == arity:
         refusal = migrate_refusal(views.checkout, op, views, _templates(views))
         if refusal is not None:

@@ -13,8 +13,25 @@ from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
 
 def plan_launcher(read, templates: Templates, launcher: TernaryLauncher) -> tuple[FileChange, ...]:
-    """The declaration and the definition, each a span insertion; the summary says why."""
+    """The declaration and the definition, each a span insertion (after the ternary alpha kernels
+    and their registration macros where the checkout's c10/metal lacks them); the summary says why."""
     changes = []
+    if launcher.add_kernels is not None:
+        add = launcher.add_kernels
+        text = read(add.header)
+        added = "\n" + templates.render("ternary_alpha_kernels.h.j2")
+        newline = newline_of(text)
+        if newline != "\n":
+            added = added.replace("\n", newline)
+        line = add.location.line - 1
+        note = Note("info", "this checkout's c10/metal has no ternary kernels taking a value next to the tensors: "
+                            "ternary_alpha_dense/ternary_alpha_strided and REGISTER_TERNARY_ALPHA_OP (with "
+                            "REGISTER_OPMATH_TERNARY_ALPHA_OP) added after REGISTER_TERNARY_OP, naming kernels "
+                            f"<name>_<dense|strided>_<out>_<in>_<alpha> as 2.15's do, for {LAUNCHER} to bind; "
+                            "review them with the op", Location(add.header, line + 1))
+        changes.append(FileChange(add.header, replace_spans(text, [(add.at, add.at, added)]),
+                                  (Change("launcher", Location(add.header, line + 1),
+                                          "ternary alpha kernels and REGISTER_TERNARY_ALPHA_OP"),), (note,)))
     for rel, at, template, kind in ((LIBRARY, launcher.declaration_end, "ternary_params_launcher_declaration.h.j2",
                                      "declaration"),
                                     (UTILS, launcher.definition_end, "ternary_params_launcher.h.j2", "definition")):

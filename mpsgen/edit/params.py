@@ -40,6 +40,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.facts.bodies import SOURCES, BodyRequest, placeholder_comment, resolve_body
 from mpsgen.facts.bodyoffer import NoBody
 from mpsgen.facts.catalog import lookup
+from mpsgen.facts.launcher import added_register_macros
 from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec, exec_with_params_available
 from mpsgen.facts.resolve import params_spec, shared_call
 from mpsgen.facts.rules import choose_groups
@@ -415,7 +416,8 @@ def choose_params_kernel(views, templates, spec, options):
                                      c10_functions=checkout_functions(views.ws, disk_cache=views.disk_cache)).text
         text = derived_helpers(body, views.ws.read(spec.kernel_file)) + text
         notes_c10 = fallback_notes(body, checkout_functions(views.ws, disk_cache=views.disk_cache))
-        check_macros(params, kernel.file.own_macros | views.c10_register_macros(), spec.kernel_file)
+        added = added_register_macros(views.ws) if params.arity == 3 else frozenset()
+        check_macros(params, kernel.file.own_macros | views.c10_register_macros() | added, spec.kernel_file)
         regs = tuple(registrations(params, groups, spec.functor))
     params = replace(params, groups=groups)
     notes = tuple(

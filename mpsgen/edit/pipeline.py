@@ -164,7 +164,7 @@ def body_resolution(views: Views, spec: OpSpec, options: Options) -> BodyResolut
         raise MpsgenError(f"--expr and --body {options.body} both choose the body", hint="pass one of them")
     request = BodyRequest(views, spec.facts, spec.op, spec.functor, spec.arity, spec.alpha, options.expr,
                           namespace_prefixes(views.ws.read(spec.kernel_file)),
-                          checkout_functions(views.ws, disk_cache=views.disk_cache))
+                          checkout_functions(views.ws, disk_cache=views.disk_cache), alpha_name=spec.alpha_name)
     return resolve_body(request, forced=options.body, rejected=dict(options.rejected))
 
 
@@ -240,7 +240,11 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
                                     reduction_kernels_of(c.views, spec.kernel_file))
         return
     if kernel.params is not None:
-
+        if kernel.params.arity == 3 and not exec_with_params_available(c.views.ws, 3):
+            # the library's ternary params launcher (and the c10 kernels it binds, where those are
+            # missing too), which this checkout lacks (`params_arity` checked they can be added):
+            # planned first, so the kernel file registering through them compiles when checked
+            yield from plan_launcher(c.read, c.templates, ternary_params_launcher(c.views.ws))
         yield plan_header(c.views.ws, c.templates, kernel.params)
         yield plan_include(c.read(spec.kernel_file), spec.kernel_file, kernel.params.include)
     change = plan_kernel(c.read(spec.kernel_file), spec.kernel_file, spec.functor, kernel.text,
@@ -280,9 +284,6 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
                                   registered=c.views.registrations(spec.stub.name), function_text=function_text)
         return
     if kernel.params is not None:
-        if kernel.params.arity == 3 and not exec_with_params_available(c.views.ws, 3):
-            # the library's ternary params launcher, which this checkout lacks (`params_arity` checked it can be added)
-            yield from plan_launcher(c.read, c.templates, ternary_params_launcher(c.views.ws))
         yield plan_include(c.read(spec.host_file), spec.host_file, kernel.params.include)
         yield plan_include(c.read(spec.host_file), spec.host_file, "fmt/format.h")
     if spec.compiled is not None and spec.compiled.host_file == spec.host_file:

@@ -33,7 +33,8 @@ from mpsgen.facts.bodyoffer import BodyOffer, NoBody
 from mpsgen.facts.catalog import CATALOG_PATH, _table_line, lookup
 from mpsgen.facts.graphbody import graph_body
 from mpsgen.facts.rules import promotes_int_to_float
-from mpsgen.facts.translate import CONSTANTS, ParamRead, Untranslatable, translate_function, translate_lambda
+from mpsgen.facts.translate import (CONSTANTS, ParamRead, Untranslatable, translate_condition, translate_function,
+                                    translate_lambda)
 from mpsgen.facts.views import OpFacts, Views
 from mpsgen.model import Location
 from mpsgen.read.c10lib import function_sites
@@ -46,6 +47,7 @@ NATIVE_HEADERS = "aten/src/ATen/native"
 BODY_CHOICES = ("auto", "catalog", "c10", "cpu", "graph")
 OPERANDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
 SPECIAL_PREFIX = "special_"
+BACKWARD_SUFFIX = "_backward"
 
 # What each AT_DISPATCH_* base list covers, and the extra types its `_AND<n>` arguments add, as the
 # functor's dtype groups see them (`float`: float32, the group's anchor; half/bfloat16 ride along).
@@ -79,6 +81,8 @@ class BodyRequest:
     # a params op (several scalars in a struct): its fields as (name, kind, enumerators), in the
     # stub's order; an enum field's enumerators as (`GeluType::Tanh`, its value)
     params: tuple[tuple[str, str, tuple[tuple[str, int], ...]], ...] | None = None
+    # an alpha op's Scalar as the functor names it (its last operand)
+    alpha_name: str = "alpha"
 
 
 @dataclass(frozen=True)
@@ -165,11 +169,15 @@ class CpuSource:
             if not lambdas:
                 return NoBody(self.name, f"{function} hands no lambda to cpu_kernel or cpu_kernel_vec",
                               Location(rel, line))
-            if request.alpha and request.params is None:
-                return NoBody(self.name, f"{request.op}'s stub passes a scalar to {function}: the lambda's captured "
-                                         "values are not translated", Location(rel, lambdas[0].line))
             chosen = _choose(lambdas)
             reads = None
+            if request.alpha and request.params is None:
+                # the Scalar is the functor's last operand, named `alpha_name`: the lambda's captured
+                # values read from it (`eps_scalar.to<scalar_t>()`) are that operand
+                if len(chosen.kernel_params) != 1:
+                    return NoBody(self.name, f"{function} takes {len(chosen.kernel_params)} scalars, the functor's "
+                                             "alpha one", Location(rel, chosen.line))
+                reads = (ParamRead(chosen.kernel_params[0], request.alpha_name, "scalar"),)
             if request.params is not None:
                 if len(chosen.kernel_params) != len(request.params):
                     return NoBody(self.name, f"{function} takes {len(chosen.kernel_params)} scalars, the params struct "
@@ -178,8 +186,13 @@ class CpuSource:
                 branch = _enum_branch(request, lambdas, reads)
                 if branch is not None:
                     return _translate_branches(request, kernels, rel, reads, *branch)
+            if reads is not None:
+                branch = _scalar_branch(request, kernels, chosen, lambdas, reads)
+                if branch is not None:
+                    return _translate_select(request, kernels, rel, reads, *branch)
             offer = _translate(request, kernels, rel, chosen, reads)
-            if isinstance(offer, BodyOffer) and "integer" not in offer.supports and reads is None:
+            if isinstance(offer, BodyOffer) and "integer" not in offer.supports and reads is None \
+                    and not request.op.endswith(BACKWARD_SUFFIX):
                 offer = _with_integer_lambda(request, kernels, rel, lambdas, offer)
             return offer
         return NoBody(self.name, f"no REGISTER_DISPATCH({stub.name}, ...) in {', '.join(files)}")
@@ -372,6 +385,48 @@ def _translate_branches(request: BodyRequest, kernels: CpuKernels, rel: str, rea
     return BodyOffer("cpu", expr, first.location, describe, first.output, supports, helpers, defaults=defaults)
 
 
+def _scalar_branch(request: BodyRequest, kernels: CpuKernels, chosen: ScalarLambda, lambdas, reads):
+    """Where the kernel chooses its lambda by a condition on its scalars alone (`if (eps <
+    scalar_t(0))`, the else branch clamping to [eps, 1 - eps]): (the condition in the functor's
+    spelling, its text, the lambdas of that branch, those of the other), else None. A branch on
+    anything else (the dtype, the iterator) is not one: `_choose` picks among those."""
+    spelling = dict(metal=request.namespaces.metal, c10=request.namespaces.c10, c10_functions=request.c10_functions,
+                    known=lambda name: False)
+    for condition, node in zip(chosen.conditions, chosen.condition_nodes):
+        plain = condition.lstrip("!")
+        then = tuple(l for l in lambdas if plain in l.conditions)
+        other = tuple(l for l in lambdas if "!" + plain in l.conditions)
+        if not then or not other or node is None:
+            continue
+        try:
+            text = translate_condition(kernels.source, chosen, node, params=reads, **spelling)
+        except Untranslatable:
+            continue  # a branch on the dtype (`iter.dtype() == kBFloat16`): `_choose` took the float32 lambda
+        return text, plain, then, other
+    return None
+
+
+def _translate_select(request: BodyRequest, kernels: CpuKernels, rel: str, reads, condition: str, plain: str,
+                      then, other) -> BodyOffer | NoBody:
+    """One body selecting per element on a condition over the scalars: `(eps < scalar_t(0)) ?
+    (that branch's lambda) : (the other's)`, each the lambda its branch hands cpu_kernel for float32
+    (the first one's helper named apart)."""
+    first = _translate(replace(request, functor=f"{request.functor}_then"), kernels, rel, _choose(then), reads)
+    second = _translate(request, kernels, rel, _choose(other), reads)
+    for offer in (first, second):
+        if isinstance(offer, NoBody):
+            return NoBody("cpu", f"{offer.reason} (the branch {'where' if offer is first else 'unless'} {plain})",
+                          offer.location)
+    supports = tuple(g for g in first.supports if g in second.supports)
+    if not supports or first.output != second.output:
+        return NoBody("cpu", f"the branches on {plain} serve different dtypes or outputs", first.location)
+    expr = f"({condition}) ? ({first.expr}) : ({second.expr})"
+    helpers = tuple(dict.fromkeys(first.helpers + second.helpers))
+    defaults = tuple(dict.fromkeys(first.defaults + second.defaults))
+    describe = f"{request.op}'s CPU kernel, both branches on `{plain}` selected per element"
+    return BodyOffer("cpu", expr, first.location, describe, first.output, supports, helpers, defaults=defaults)
+
+
 def _with_integer_lambda(request: BodyRequest, kernels: CpuKernels, rel: str, lambdas, offer: BodyOffer) -> BodyOffer:
     """The offer with the integer group added where the kernel has a lambda of its own for the
     integral types (`AT_DISPATCH_INTEGRAL_TYPES`, e.g. fmod's `x % d`) that translates as one
@@ -392,6 +447,10 @@ def _groups(request: BodyRequest, lam: ScalarLambda, truth: bool = False) -> tup
     its operands as truth values and writes bool (`a && b`: the functor's complex overload reads
     each operand as one); other complex code (c10::complex arithmetic) is not translated."""
     covered = _covers(lam)
+    if request.op.endswith(BACKWARD_SUFFIX):
+        # a gradient: autograd asks a backward kernel for floating dtypes only, and an integer one is
+        # no gradient (smooth_l1_loss_backward's integer lambda divides by beta truncated to 0)
+        covered -= {"integer", "bool"}
     groups = []
     if "float" in covered:
         groups.append("float")

@@ -69,3 +69,26 @@ def launching_host(views: Views, functor: str) -> str:
         if f'"{functor}"' in text and pattern.search(text):
             return rel
     return ""
+
+
+ALPHA_SUFFIX = "_alpha"
+
+
+def alpha_functor(views: Views, kernel_file: str, functor: str) -> tuple[str, int] | None:
+    """For a stub passing a Scalar whose functor the kernel file registers without one: the file's
+    `<functor>_alpha` when it defines it and registers its every kernel with an alpha type, with the
+    line of its definition; None otherwise. 2.13's BinaryKernel.metal registers add_functor without
+    an alpha (the add op's own path) and add_alpha_functor with one; exec_binary_kernel names a kernel
+    launched with a Scalar `<name>_<kind>_<out>_<in>_<alpha>`, which only add_alpha's are (sub's
+    add_stub call, as 2.15's library launches it)."""
+    if not views.ws.exists(kernel_file):
+        return None
+    reading = views.kernel(kernel_file).reading
+    own = reading.registered(functor)
+    if not own or any(r.alpha for r in own):
+        return None
+    other = functor + ALPHA_SUFFIX
+    theirs = reading.registered(other)
+    if other not in reading.functors or not theirs or not all(r.alpha for r in theirs):
+        return None
+    return other, reading.functors[other].line

@@ -32,16 +32,35 @@ KERNEL_BUFFERS = {
 }
 
 
+KERNELS_HEADER = f"{C10_METAL_DIR}/indexing.h"
+# the plain ternary registration macro the alpha kernels go after (2.13's indexing.h ends with it)
+_TERNARY_OP_DEFINE = re.compile(r"^#define[ \t]+REGISTER_TERNARY_OP\(NAME,[^\n]*\\\n(?:[^\n]*\\\n)*[^\n]*\n", re.M)
+# what the added kernels call, which the header must define
+_HELPERS = ("ternary_strided", "pos_from_thread_index", "offset_from_coord", "val_at_offs", "ref_at_offs")
+
+
+@dataclass(frozen=True)
+class TernaryAlphaKernels:
+    """Where mpsgen adds the ternary alpha kernels and REGISTER_TERNARY_ALPHA_OP a checkout's
+    c10/metal lacks (2.13): the offset just past REGISTER_TERNARY_OP's definition in indexing.h."""
+
+    header: str
+    at: int
+    location: Location
+
+
 @dataclass(frozen=True)
 class TernaryLauncher:
     """Where `exec_ternary_kernel_with_params` goes: the offsets just past the binary params
     launcher's declaration (MetalShaderLibrary.h) and definition (OperationUtils.h), the
-    declaration's indentation, and the kernel template it binds for (its location)."""
+    declaration's indentation, and the kernel template it binds for (its location); `add_kernels`
+    where those kernels are added first when the checkout's c10/metal has none."""
 
     declaration_end: int
     indent: str
     definition_end: int
     kernels: Location
+    add_kernels: TernaryAlphaKernels | None = None
 
 
 def ternary_params_launcher(ws: Texts) -> TernaryLauncher | str:
@@ -63,14 +82,42 @@ def ternary_params_launcher(ws: Texts) -> TernaryLauncher | str:
     close = match_brace(utils, body)
     end = utils.find("\n", close)
     kernels = _kernel_templates(ws)
+    add = None
+    if kernels is None:  # no header defines them: added where the plain ternary ones are, if they fit
+        add = addable_kernels(ws)
+        if isinstance(add, str):
+            return add
+        kernels = add.location
     if isinstance(kernels, str):
         return kernels
-    return TernaryLauncher(declared.end(), declared.group(1), len(utils) if end < 0 else end + 1, kernels)
+    return TernaryLauncher(declared.end(), declared.group(1), len(utils) if end < 0 else end + 1, kernels, add)
 
 
-def _kernel_templates(ws: Texts) -> Location | str:
+def addable_kernels(ws: Texts) -> TernaryAlphaKernels | str:
+    """Where the ternary alpha kernels and their registration macros go in a c10/metal that has the
+    plain ternary kernels only (2.13's indexing.h: after REGISTER_TERNARY_OP's definition), or why
+    they cannot be added there (the helpers they call, or the macro to follow, missing)."""
+    if not ws.exists(KERNELS_HEADER):
+        return f"{KERNELS_HEADER} is missing (where the ternary kernels are defined)"
+    text = ws.read(KERNELS_HEADER)
+    masked = mask_code(text)
+    missing = [name for name in _HELPERS if not re.search(rf"\b{name}\b", masked)]
+    if missing:
+        return (f"no {C10_METAL_DIR}/*.h defines the ternary alpha kernels, and {KERNELS_HEADER} lacks "
+                f"{', '.join(missing)}, which mpsgen's would call")
+    found = _TERNARY_OP_DEFINE.search(text)
+    if found is None:
+        return (f"no {C10_METAL_DIR}/*.h defines the ternary alpha kernels, and {KERNELS_HEADER} defines no "
+                "REGISTER_TERNARY_OP(NAME, ...) to add them after")
+    # the added text opens with a blank line: its first comment line is the one after
+    line = LineIndex(text).line_of(found.end()) + 1
+    return TernaryAlphaKernels(KERNELS_HEADER, found.end(), Location(KERNELS_HEADER, line))
+
+
+def _kernel_templates(ws: Texts) -> Location | str | None:
     """The c10/metal header whose ternary alpha kernels take each argument at the buffer the
-    launcher binds it to, and whose REGISTER_TERNARY_ALPHA_OP names them as the launcher does."""
+    launcher binds it to, and whose REGISTER_TERNARY_ALPHA_OP names them as the launcher does;
+    None when no header defines them."""
     for rel in ws.checkout.glob(C10_METAL_DIR, "*.h"):
         text = ws.read(rel)
         if "ternary_alpha_strided" not in text:
@@ -91,4 +138,14 @@ def _kernel_templates(ws: Texts) -> Location | str:
             return f"{rel}: REGISTER_TERNARY_ALPHA_OP does not name its kernels <name>_dense_<out>_<in>_<alpha>"
         found = re.search(r"\bkernel\s+void\s+ternary_alpha_dense\s*\(", masked)
         return Location(rel, LineIndex(text).line_of(found.start()))
-    return f"no {C10_METAL_DIR}/*.h defines the ternary alpha kernels (ternary_alpha_dense, ternary_alpha_strided)"
+    return None
+
+
+ADDED_MACROS = frozenset({"REGISTER_TERNARY_ALPHA_OP", "REGISTER_OPMATH_TERNARY_ALPHA_OP"})
+
+
+def added_register_macros(ws: Texts) -> frozenset[str]:
+    """The registration macros the ternary params launcher's step adds with the kernels
+    (`TernaryLauncher.add_kernels`): a params kernel planned before that step may name them."""
+    launcher = ternary_params_launcher(ws)
+    return ADDED_MACROS if isinstance(launcher, TernaryLauncher) and launcher.add_kernels is not None else frozenset()

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.compiled import CompiledAs, compiled_as
+from mpsgen.facts.compiled import CompiledAs, alpha_functor, compiled_as
 from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
                                     load_takes_parameter)
 from mpsgen.facts.perdevice import PerDevice, per_device_of, per_device_sites
@@ -313,7 +313,13 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                       call=call, notes=notes)
     alpha = stub.scalar_count == 1
     name = call.args[0].name if alpha and call is not None and len(call.args) == 1 and call.args[0].name else "alpha"
-    return OpSpec(facts, stub, arity, alpha, facts.functor, kernel_file, host_file, alpha_name=name, call=call,
+    functor = facts.functor
+    renamed = alpha_functor(views, kernel_file, functor) if alpha and options.expr is None else None
+    if renamed is not None:
+        functor = renamed[0]
+        notes += (f"{stub.name} passes a Scalar: launched as {functor} ({kernel_file}:{renamed[1]}), the functor the "
+                  f"file registers with an alpha; {facts.functor}_functor's kernels take none",)
+    return OpSpec(facts, stub, arity, alpha, functor, kernel_file, host_file, alpha_name=name, call=call,
                   notes=notes, per_device=per_device)
 
 
@@ -696,3 +702,18 @@ def _family_files(views: Views, stub: Stub, options: Options) -> tuple[str, str]
         if not views.checkout.exists(rel):
             raise MpsgenError(f"{rel}: file not found", hint=f"check the checkout, or pass {flag}")
     return kernel_rel, host_rel
+
+
+def reused_functor(views: Views, op: str, stub: Stub) -> str | None:
+    """The existing functor a migration of `op` registers its stub with instead of writing one, as
+    `resolve_op` chooses it: the functor the checkout compiles the op under (conj_physical's
+    copy_conj, `compiled_as`), or, for a stub passing a Scalar, its functor's `_alpha` twin (sub's
+    add_alpha, `alpha_functor`); None otherwise."""
+    existing = compiled_as(views, op)
+    if existing is not None and not stub.scalar_count:
+        return existing.functor
+    default = FAMILY_FILES.get(stub.header)
+    if default is None or stub.scalar_count != 1:
+        return None
+    twin = alpha_functor(views, f"{KERNELS_DIR}/{default[0]}", functor_name_of_stub(stub.name))
+    return twin[0] if twin is not None else None

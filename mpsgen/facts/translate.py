@@ -338,7 +338,7 @@ def translate_lambda(source: Source, lam, *, name: str, operands: tuple[str, ...
     defaults: dict[str, str] = {}
     used_fields: list[ParamRead] = []
     if params is not None:
-        captured = _captured_reads(source, lam, params, set(lambda_params) | set(constants), defaults)
+        captured = _captured_reads(source, lam, params, set(lambda_params) | set(constants), defaults, s)
         for read in params:
             if any(text == read.field or re.search(rf"\b{read.field}\b", text) for text in captured.values()):
                 used_fields.append(read)
@@ -377,29 +377,104 @@ def _ordered(defaults: dict[str, str], params: tuple[ParamRead, ...] | None) -> 
 
 
 def _captured_reads(source: Source, lam, params: tuple[ParamRead, ...], bound: set[str],
-                    defaults: dict[str, str]) -> dict[str, str]:
+                    defaults: dict[str, str], s: _Spelling) -> dict[str, str]:
     """The names the lambda uses that its dispatch scope declares from the stub's scalars, each
     spelled as the field it reads (`beta_.to<scalar_t>()` -> `beta`; an optional's
     `nan.value_or(0.)` or `p.has_value() ? p.value() : D` -> the field, its default D kept in
-    `defaults` for the host). A captured name read otherwise is refused, naming it."""
+    `defaults` for the host), or as the expression computing it from such names
+    (`const scalar_t hi = scalar_t(1) - eps;` -> `(scalar_t(1) - eps)`: the functor computes it).
+    A captured name read otherwise is refused, naming it."""
     by_name = {r.name: r for r in params}
-    scope = {}
-    for local, _, value in lam.scope:
-        scope[local] = value  # a later declaration shadows an earlier one
+    scope = _scope_of(lam)
     used = {source.text_of(n) for n in lam.body.walk()
             if n.kind == "identifier" and n.field not in ("function", "declarator", "field")}
     out = {}
     for local in sorted(used - bound):
+        if local not in scope and local in by_name:  # the kernel's own parameter, captured as it is
+            out[local] = by_name[local].field
+            continue
         if local not in scope:
             continue
-        value = _unwrap_cast(source, scope[local])
-        read = _param_read(source, value, by_name, defaults)
+        read = _scope_read(source, local, scope, by_name, defaults, s, frozenset())
         if read is None:
+            value = _unwrap_cast(source, scope[local])
             raise Untranslatable(f"the lambda captures {local}, computed from {source.text_of(value)!r}: "
                                  "no read of the stub's scalars mpsgen can spell in the params struct",
                                  source.line_of(value))
         out[local] = read
     return out
+
+
+def _scope_of(lam) -> dict:
+    scope = {}
+    for local, _, value in lam.scope:
+        scope[local] = value  # a later declaration shadows an earlier one
+    return scope
+
+
+# names an expression over the stub's scalars may use besides them: the scalar type's spellings
+_TYPE_NAMES = frozenset({"scalar_t", "T", "opmath_t", "float", "double"})
+
+
+def _scope_read(source: Source, local: str, scope: dict, by_name: dict[str, ParamRead], defaults: dict[str, str],
+                s: _Spelling, seen: frozenset[str]) -> str | None:
+    """What the scope name `local` holds, in the functor's spelling: the field it reads, else the
+    expression computing it from literals and other such names (parenthesised), else None."""
+    if local in seen or local not in scope:
+        return None
+    value = _unwrap_cast(source, scope[local])
+    read = _param_read(source, value, by_name, defaults)
+    if read is not None:
+        return read
+    derived = _derived_value(source, value, scope, by_name, defaults, s, seen | {local})
+    return None if derived is None else f"({derived})"
+
+
+def _derived_value(source: Source, node: Syntax, scope: dict, by_name: dict[str, ParamRead],
+                   defaults: dict[str, str], s: _Spelling, seen: frozenset[str]) -> str | None:
+    """An expression whose every name is a scope name holding a read of the stub's scalars (or a
+    type's name: `scalar_t(1) - eps`), spelled with those reads; None when it reads anything else
+    (the iterator, a tensor, a call of a function the kernel calls)."""
+    if node.kind not in ("binary_expression", "unary_expression", "parenthesized_expression",
+                         "conditional_expression", "identifier", "call_expression", "number_literal"):
+        return None
+    renames = {}
+    for n in node.walk():
+        if n.kind == "call_expression":
+            callee = n.child("function")
+            if callee is None or _key(source.text_of(callee)) not in _TYPE_NAMES | {"static_cast"}:
+                return None  # a functional cast only: `scalar_t(1)`
+        if n.kind in ("identifier", "type_identifier") and n.field != "function":
+            name = source.text_of(n)
+            if name in _TYPE_NAMES:
+                continue
+            read = _scope_read(source, name, scope, by_name, defaults, s, seen)
+            if read is None:
+                return None
+            renames[(n.start, n.end)] = read
+        if n.kind in ("field_expression", "qualified_identifier", "subscript_expression", "assignment_expression",
+                      "update_expression", "lambda_expression", "pointer_expression"):
+            return None
+    saved = s.renames
+    s.renames = renames
+    try:
+        return " ".join(_emit(source, node, s).split())
+    finally:
+        s.renames = saved
+
+
+def translate_condition(source: Source, lam, node: Syntax, *, params: tuple[ParamRead, ...], metal: str, c10: str,
+                        c10_functions: frozenset[str], known: Callable[[str], bool]) -> str:
+    """An `if` condition of the kernel around the lambda (`eps < scalar_t(0)`) in the functor's
+    spelling, when it reads only the stub's scalars (through the names the dispatch scope gives
+    them) and literals: a per-element select can then stand for the branch. Raises Untranslatable."""
+    s = _Spelling(metal, c10, c10_functions, known)
+    by_name = {r.name: r for r in params}
+    derived = _derived_value(source, node, _scope_of(lam), by_name, {}, s, frozenset())
+    if derived is None:
+        raise Untranslatable(f"the branch on `{' '.join(source.text_of(node).split())}` reads more than the stub's "
+                             "scalars", source.line_of(node))
+    return derived
 
 
 def _host_default(text: str) -> str:
@@ -431,7 +506,7 @@ def _unwrap_cast(source: Source, node: Syntax) -> Syntax:
 def _param_read(source: Source, node: Syntax, by_name: dict[str, ParamRead], defaults: dict[str, str]) -> str | None:
     """The field a scope value reads, or None."""
     text = " ".join(source.text_of(node).split())
-    if node.kind == "identifier" and text in by_name:
+    if node.kind in ("identifier", "type_identifier") and text in by_name:  # type: `scalar_t d(delta);`
         return by_name[text].field
     if node.kind == "pointer_expression":
         inner = node.child("argument")

@@ -158,6 +158,8 @@ class ScalarLambda:
     kernel_params: tuple[str, ...] = ()
     # every `if` branch it stands in, outermost first (as `condition`: "!" prefixed for an else)
     conditions: tuple[str, ...] = ()
+    # each of `conditions`' condition expression (the node inside the `if`'s parentheses)
+    condition_nodes: tuple[Syntax, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -241,10 +243,10 @@ def _lambdas_in(kernels: CpuKernels, function: str, definition: Syntax) -> list[
     kernel_params = _parameter_names(source, definition)[1:]
 
     def visit(node: Syntax, dispatch: Dispatch | None, condition: str, consts: tuple = (), scope: tuple = (),
-              chain: tuple = ()) -> None:
+              chain: tuple = (), nodes: tuple = ()) -> None:
         if node.kind == "compound_statement":
             for child in node.children:
-                visit(child, dispatch, condition, consts, scope, chain)
+                visit(child, dispatch, condition, consts, scope, chain, nodes)
                 consts = consts + _literal_constants(source, child)
                 scope = scope + _declarations(source, child)
             return
@@ -259,24 +261,33 @@ def _lambdas_in(kernels: CpuKernels, function: str, definition: Syntax) -> list[
                 if first is not None:
                     found.append(replace(_scalar_lambda(source, function, first, dispatch, condition),
                                          constants=consts, scope=scope, kernel_params=kernel_params,
-                                         conditions=chain))
+                                         conditions=chain, condition_nodes=nodes))
                 return
         if node.kind == "if_statement":
             cond = node.child("condition")
             text = " ".join(source.text_of(cond).split()) if cond is not None else ""
+            inner = _condition_value(cond)
             for child in node.children:
                 if child.field == "consequence":
-                    visit(child, dispatch, text, consts, scope, chain + (text,))
+                    visit(child, dispatch, text, consts, scope, chain + (text,), nodes + (inner,))
                 elif child.field == "alternative":
-                    visit(child, dispatch, "!" + text, consts, scope, chain + ("!" + text,))
+                    visit(child, dispatch, "!" + text, consts, scope, chain + ("!" + text,), nodes + (inner,))
                 else:
-                    visit(child, dispatch, condition, consts, scope, chain)
+                    visit(child, dispatch, condition, consts, scope, chain, nodes)
             return
         for child in node.children:
-            visit(child, dispatch, condition, consts, scope, chain)
+            visit(child, dispatch, condition, consts, scope, chain, nodes)
 
     visit(definition, None, "")
     return found
+
+
+def _condition_value(cond: Syntax | None) -> Syntax | None:
+    """The expression an `if`'s condition clause holds (`(eps < scalar_t(0))` -> `eps < scalar_t(0)`)."""
+    if cond is None:
+        return None
+    inner = [c for c in cond.children if c.kind not in ("(", ")")]
+    return inner[0] if len(inner) == 1 else cond
 
 
 _LITERAL = re.compile(r"\(?\s*(?:([\w:]+)\s*\(\s*)?(-?\d[\d.]*(?:[eE][-+]?\d+)?[fF]?)\s*\)?\s*\)?")
@@ -317,6 +328,19 @@ def _declarations(source: Source, node: Syntax) -> tuple[tuple[str, str, Syntax]
                 elif value.kind == "initializer_list":
                     continue
                 found.append((source.text_of(name), declared, value))
+        elif child.kind == "function_declarator" and child.field == "declarator":
+            # `const scalar_t delta_val(delta);` reads as a function declaration (C++'s most vexing
+            # parse) taking a parameter of type `delta`; in a function body it is a variable
+            # initialised from the name: one parameter, a bare name with no declarator
+            name, plist = child.child("declarator"), child.child("parameters")
+            params = [p for p in (plist.children if plist is not None else ()) if p.kind not in ("(", ")", ",")]
+            if name is None or name.kind != "identifier" or len(params) != 1:
+                continue
+            only = params[0]
+            ptype = only.child("type")
+            if only.kind == "parameter_declaration" and only.child("declarator") is None and ptype is not None \
+                    and ptype.kind == "type_identifier" and len(only.children) == 1:
+                found.append((source.text_of(name), declared, ptype))
     return tuple(found)
 
 

@@ -358,8 +358,45 @@ class _Reader:
                 return self.both_branches(stmt, predicate, stop, source, numbers, env)
             branch = self.branch(stmt, taken)
             return None if branch is None else self.statement(branch, source, numbers, env)
+        if kind == "switch_statement":
+            return self.switch(stmt, source, numbers, env)
         if kind == "ERROR":
             return None
+        return None
+
+    def switch(self, stmt, source, numbers, env):
+        """A `switch` on a loss's reduction (a helper reducing the loss: `case Reduction::Mean:` ...):
+        the reduction runs as a kernel of its own after the elementwise one, so the statements
+        `Reduction::None` reaches (else the `default`'s) are what the graph computes (noted); a
+        switch on anything else ends the reading with its text and line."""
+        cond = stmt.child_by_field_name("condition")
+        text = re.sub(r"[\s()]", "", _text(cond, source))
+        bound = env.get(text)
+        name = bound.name if bound is not None and bound.kind == "scalar" else text
+        body = stmt.child_by_field_name("body")
+        cases = [c for c in (body.children if body is not None else ()) if c.type == "case_statement"]
+        labels = [re.sub(r"\s+", "", _text(c.child_by_field_name("value"), source)).replace("__", "::")
+                  .removeprefix("at::") for c in cases]  # the reader spells `::` as `__`
+        where = self.loc(stmt, numbers)
+        if name not in self.scalars or not all(l == "" or l.startswith("Reduction::") for l in labels):
+            raise _Stop(f"the graph depends on `switch ({_one_line(_text(cond, source)).strip('() ')})` at run time",
+                        where)
+        start = labels.index("Reduction::None") if "Reduction::None" in labels else (
+            labels.index("") if "" in labels else None)
+        if start is None:
+            raise _Stop(f"`switch ({name})` has no case for Reduction::None", where)
+        self.notes.append(f"`switch ({name})` at {where} is read as Reduction::None (the reduction runs as a "
+                          "separate kernel)")
+        for case in cases[start:]:  # falling through to the next case until a return
+            value = case.child_by_field_name("value")
+            for child in case.children:
+                if (value is not None and child == value) or child.type in ("case", "default", ":"):
+                    continue
+                result = self.statement(child, source, numbers, env)
+                if result is not None:
+                    return result
+                if child.type == "break_statement":
+                    return None
         return None
 
     @staticmethod
@@ -626,16 +663,20 @@ class _Reader:
         if callee == "getMPSDataType" or callee == "getMPSScalarType":
             return GraphNode("dtype", _text(node, source), (), where)
         helper = self.helper(callee)
-        if helper is not None and self.depth <= 6 and args and _text(args[0], source) in getattr(self, "graph_names", ()):
+        graphs = [i for i, a in enumerate(args) if _text(a, source) in getattr(self, "graph_names", ())]
+        if helper is not None and self.depth <= 6 and graphs:
+            # a helper taking the graph (first, or after the tensor: `reduceTensor(loss, reduction,
+            # mpsGraph, n)`) is inlined with its other parameters bound
             self.depth += 1
             try:
                 _, hnumbers, hsource, htree = self.parse(helper)
                 hparams, _, _ = _params(hsource.decode())
                 bound = {}
-                for (ptype, pname), arg in zip(hparams[1:], args[1:]):
-                    bound[pname] = self.expr(arg, source, numbers, env)
+                for i, ((ptype, pname), arg) in enumerate(zip(hparams, args)):
+                    if i != graphs[0]:
+                        bound[pname] = self.expr(arg, source, numbers, env)
                 saved = self.graph_names
-                self.graph_names = {hparams[0][1]} if hparams else set()
+                self.graph_names = {hparams[graphs[0]][1]} if len(hparams) > graphs[0] else set()
                 body = _body(htree.root_node)
                 result = self.run(body, hsource, hnumbers, bound)
                 self.graph_names = saved
