@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpsgen.commands.tryop.api import TryOptions, try_op
+from mpsgen.commands.tryop.coverage import untaken_lines
 from mpsgen.commands.tryop.run import host_unavailable
 from mpsgen.edit.kernel import KernelChoice
 from mpsgen.errors import MpsgenError
@@ -21,7 +22,7 @@ from mpsgen.read.checkout import NATIVE_FUNCTIONS, Checkout, PlannedCheckout
 from mpsgen.read.nfyaml import NativeFunctions
 
 # what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
-CHECK_VERSION = "bodycheck-4"  # 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor
+CHECK_VERSION = "bodycheck-5"  # 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: branch coverage
 # the headers a planned kernel includes, besides the files the plan edits
 HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
 
@@ -87,6 +88,9 @@ def _verdict(checkout: Checkout, edits: dict[str, str], op: str, describe: str) 
     skipped = [r.metal_type for r in report.results if r.status == "skipped"]
     if matched == 0:  # nothing compared is nothing checked (a loss's elementwise kernel: try has no reference)
         why = f"try compared no value ({', '.join(skipped) or 'no dtype'} skipped: no reference)"
+        return _kept("unchecked", why, f"{op}: body from {describe} not checked: {why}")
+    if report.untaken:  # a branch try's values never took was never judged (issue 46)
+        why = f"try took {report.coverage.summary}: " + "; ".join(untaken_lines(report.coverage)[:3])
         return _kept("unchecked", why, f"{op}: body from {describe} not checked: {why}")
     extra = f" ({', '.join(skipped)} skipped: no reference)" if skipped else ""
     overflows = sum(r.cpu_overflows for r in report.results)
