@@ -90,7 +90,7 @@ def _verdict(checkout: Checkout, edits: dict[str, str], op: str, describe: str) 
         why = f"try compared no value ({', '.join(skipped) or 'no dtype'} skipped: no reference)"
         return _kept("unchecked", why, f"{op}: body from {describe} not checked: {why}")
     if report.untaken:  # a branch try's values never took was never judged (issue 46)
-        why = f"try took {report.coverage.summary}: " + "; ".join(untaken_lines(report.coverage)[:3])
+        why = f"{report.coverage.summary} by try's values: " + "; ".join(untaken_lines(report.coverage)[:3])
         return _kept("unchecked", why, f"{op}: body from {describe} not checked: {why}")
     extra = f" ({', '.join(skipped)} skipped: no reference)" if skipped else ""
     overflows = sum(r.cpu_overflows for r in report.results)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mpsgen.render.try_text import coverage_lines
+
 
 def render_try(report) -> None:
     import sys
@@ -41,8 +43,6 @@ def render_try(report) -> None:
             console.print(f"[red]mismatch[/] {escape(where)}: {escape(report.op)}({escape(args)}) = {m.got!r}, reference {m.want!r}")
         if r.mismatches > len(shown):
             console.print(f"  ... {r.mismatches - len(shown)} more {escape(where)} mismatches (--json lists the first {len(r.examples)})")
-    from mpsgen.render.try_text import coverage_lines
-
     for line in coverage_lines(report):
         style = "yellow" if line.startswith(("untaken", "warning")) else "red" if line.startswith("error") else None
         console.print(escape(line), style=style)

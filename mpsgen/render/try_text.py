@@ -13,6 +13,8 @@ def coverage_lines(report) -> list[str]:
     c = report.coverage
     if c is None:
         return [f"branches: not measured ({report.coverage_why})"] if report.coverage_why else []
+    if c.total == 0:
+        return [f"branches: none in {report.ran} ({c.path}:{c.first}-{c.last})"]
     lines = [f"branches: {c.summary} in {report.ran} ({c.path}:{c.first}-{c.last})"]
     lines += [f"untaken branch: {line}" for line in untaken_lines(c)]
     if c.untaken:

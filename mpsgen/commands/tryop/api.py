@@ -420,7 +420,7 @@ def _target(checkout: Checkout, facts: FunctorFacts) -> Target:
 
 def _coverage_fields(backend: str, measured, options: TryOptions) -> dict:
     if backend != "host":
-        return {"coverage_why": "measured on the host build only (--backend host)", "strict": options.strict}
+        return {"coverage_why": "measured only on the host build: --backend host", "strict": options.strict}
     return {"coverage": measured.coverage, "coverage_why": measured.why, "strict": options.strict}
 
 

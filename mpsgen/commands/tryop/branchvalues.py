@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import struct
 
 from mpsgen.commands.tryop.values import ROUND, float32_bits, from_float32_bits, int_range, kind
 from mpsgen.read.checkout import COMMON_METHODS, Checkout
@@ -166,6 +167,7 @@ def _combine(left, op, right):
 
 
 def _evaluate(text: str, env: dict, operands: set[str]):
+    text = re.sub(r"^\s*(?:return|else|case)\b", "", text)
     tokens = [m.group(1) for m in _TOKEN.finditer(text)]
     try:
         return _Parser(tokens, env, operands).parse()
@@ -211,7 +213,9 @@ def boundary_inputs(text: str, first: int, last: int, operands: tuple[str, ...] 
         for a, b in ((left, right), (right, left)):
             if a is not None and b is not None and a.var and not b.var and a.a != 0:
                 found.append((b.b - a.b) / a.a)
-            elif a is not None and not a.var and (b is None or b.var):
+                return
+        for a, b in ((left, right), (right, left)):
+            if a is not None and not a.var and b is None:
                 found.append(a.b)  # a constant compared with what try cannot invert: the constant itself
 
     for m in _COMPARISON.finditer(body):
@@ -331,8 +335,6 @@ def _next_float(x: float, metal_type: str, up: bool) -> float:
         else:
             u -= step
         return from_float32_bits(u & 0xFFFFFFFF)
-    import struct
-
     h = struct.unpack("<H", struct.pack("<e", x))[0]
     if x == 0.0:
         h = 1 if up else 0x8001
@@ -362,8 +364,6 @@ def neighbours(value: float, metal_type: str) -> list:
         n = _next_float(r, metal_type, up)
         if math.isfinite(n):
             out.append(n)
-    if r != value:  # the exact boundary lies between r and a neighbour: both sides are taken anyway
-        pass
     return sorted(set(out), key=lambda v: (v, math.copysign(1.0, v)))
 
 
