@@ -15,6 +15,7 @@ from mpsgen.commands.tryop.branchvalues import (
     branch_values,
     domain_values,
     functor_span,
+    functor_spans,
     neighbours,
     opinfo_domain,
 )
@@ -54,6 +55,34 @@ struct f_functor {
 
 def test_the_functor_span_is_its_struct_to_the_closing_brace():
     assert functor_span(FUNCTOR, 2) == (2, 15)
+
+
+HELPERS = """\
+template <typename scalar_t>
+inline scalar_t twice_(scalar_t x) {
+  return x > 0 ? scalar_t(2) * x : x;
+}
+
+inline float unused_(float x) {
+  return x;
+}
+
+inline float half_(float x) {
+  return twice_(x) / 4.0f;
+}
+
+struct h_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return static_cast<T>(half_(float(x)));
+  }
+};
+"""
+
+
+def test_the_functor_lines_take_the_files_functions_it_calls_directly_or_not():
+    # a derived body's helpers (gelu's gelu_tanh_scalar) are written with it: measured and mutated with it
+    assert functor_spans(HELPERS, 14) == ((14, 19), (1, 4), (10, 12))
 
 
 def test_each_comparison_gives_the_operand_value_on_its_boundary():
@@ -132,7 +161,7 @@ def test_a_branch_counts_as_taken_when_any_instantiation_took_it_and_throw_edges
     line10 = {"line_number": 10, "branches": [{"count": 5, "throw": False}, {"count": 0, "throw": False},
                                               {"count": 0, "throw": True}]}
     outside = {"line_number": 20, "branches": [{"count": 0, "throw": False}]}
-    found = branches(_gcov([float_line, half_line, line10, outside]), Target("k.metal", 2, 15, FUNCTOR))
+    found = branches(_gcov([float_line, half_line, line10, outside]), Target("k.metal", ((2, 15),), FUNCTOR))
     assert (found.taken, found.total, found.summary) == (3, 4, "3 of 4 branches taken")
     assert untaken_lines(found) == ["k.metal:10: `if (2.0f * f + 1.0f >= 3.0f - low) {  // (1.75 - 1) / 2`: "
                                     "branch 1 of 2 never taken"]
@@ -186,8 +215,9 @@ def test_try_special_ndtri_takes_every_branch_of_the_catalog_body(tmp_path):
     plain = run_cli(["-C", str(root), "try", "special_ndtri", "--backend", "host", "--reference", "torch",
                      "--format", "plain"])
     summary = [line for line in plain.stdout.splitlines() if line.startswith("branches: ")]
+    ((first, last),) = coverage["lines"]
     assert summary == [f"branches: {coverage['taken']} of {coverage['total']} branches taken in special_ndtri_functor "
-                       f"(aten/src/ATen/native/mps/kernels/UnaryKernel.metal:{coverage['lines'][0]}-{coverage['lines'][1]})"]
+                       f"(aten/src/ATen/native/mps/kernels/UnaryKernel.metal:{first}-{last})"]
 
 
 def test_a_derived_body_with_an_untaken_branch_is_written_not_checked_and_the_note_names_it(tmp_path, monkeypatch):
@@ -198,7 +228,7 @@ def test_a_derived_body_with_an_untaken_branch_is_written_not_checked_and_the_no
     from mpsgen.commands.tryop.coverage import Coverage, Untaken
     from mpsgen.facts.resolve import Options
 
-    coverage = Coverage("k.metal", 3, 9, 3, 4, (Untaken(5, "if (a > 1.0f) {", 1, 2),))
+    coverage = Coverage("k.metal", ((3, 9),), 3, 4, (Untaken(5, "if (a > 1.0f) {", 1, 2),))
     passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0)]
     monkeypatch.setattr(bodycheck, "why_unchecked", lambda: "")
     monkeypatch.setattr(bodycheck, "cached_result", lambda kind, inputs, run: run())

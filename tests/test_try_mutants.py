@@ -25,7 +25,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mpsgen.commands.tryop.api import TryOptions, try_op  # noqa: E402
-from mpsgen.commands.tryop.branchvalues import functor_span  # noqa: E402
+from mpsgen.commands.tryop.branchvalues import functor_spans  # noqa: E402
 from mpsgen.commands.tryop.lookup import functor_facts  # noqa: E402
 from mpsgen.commands.tryop.reference import torch_unavailable  # noqa: E402
 from mpsgen.errors import MpsgenError  # noqa: E402
@@ -114,14 +114,14 @@ def _literal_mutant(number: str) -> str:
     return str(int(number) * 2)
 
 
-def mutants(op: str, path: str, text: str, first: int, last: int) -> list[Mutant]:
-    """Every one-token mutant of the functor's lines first..last (code only: comments and strings are
-    masked), in file order."""
+def mutants(op: str, path: str, text: str, spans) -> list[Mutant]:
+    """Every one-token mutant of the functor's lines (`spans`: (first, last) each; code only: comments
+    and strings are masked), in the spans' order."""
     masked = mask_code(text)
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
     lines = text.split("\n")
     out = []
-    for number in range(first, last + 1):
+    for number in (n for first, last in spans for n in range(first, last + 1)):
         begin = starts[number - 1]
         code = masked[begin : begin + len(lines[number - 1])]
         if code.lstrip().startswith(("#", "template", "typename")) or "enable_if" in code:
@@ -160,8 +160,7 @@ def functor_mutants(root: Path, op: str) -> list[Mutant]:
     facts = functor_facts(Checkout.find(root), op)
     path = facts.location.path
     text = (root / path).read_text(encoding="utf-8")
-    first, last = functor_span(text, facts.location.line)
-    return mutants(op, path, text, first, last)
+    return mutants(op, path, text, functor_spans(text, facts.location.line))
 
 
 NOT_COMPILED: dict[tuple[str, str, str], str] = {}  # why each mutant counted as not compiling did not run
@@ -207,7 +206,7 @@ def bodies(tmp_path_factory) -> Path:
 
 def test_mutants_are_one_token_changes_of_the_functor_and_nothing_else(tmp_path):
     text = "x\nstruct f_functor {\n  // a < b\n  inline T operator()(const T x) {\n    return x >= 1.5f ? exp(x) : x * 2;\n  }\n};\n"
-    found = mutants("f", "k.metal", text, 2, 7)
+    found = mutants("f", "k.metal", text, ((2, 7),))
     assert [(m.line, m.change) for m in found] == [
         (5, "`>=` -> `>`"), (5, "`1.5` -> `3.0`"), (5, "`exp` -> `log`"), (5, "`*` -> `/`"), (5, "`2` -> `4`")]
     assert found[0].text == text.replace("x >= 1.5f", "x > 1.5f")

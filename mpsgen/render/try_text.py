@@ -14,8 +14,8 @@ def coverage_lines(report) -> list[str]:
     if c is None:
         return [f"branches: not measured ({report.coverage_why})"] if report.coverage_why else []
     if c.total == 0:
-        return [f"branches: none in {report.ran} ({c.path}:{c.first}-{c.last})"]
-    lines = [f"branches: {c.summary} in {report.ran} ({c.path}:{c.first}-{c.last})"]
+        return [f"branches: none in {report.ran} ({c.where})"]
+    lines = [f"branches: {c.summary} in {report.ran} ({c.where})"]
     lines += [f"untaken branch: {line}" for line in untaken_lines(c)]
     if c.untaken:
         lines.append("error: --strict: an untaken branch fails" if report.strict else

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from mpsgen.commands.tryop.branchvalues import boundary_inputs, branch_values, domain_values, functor_span, opinfo_domain
+from mpsgen.commands.tryop.branchvalues import boundary_inputs, branch_values, domain_values, functor_spans, opinfo_domain
 from mpsgen.commands.tryop.compare import DtypeResult, compare
 from mpsgen.commands.tryop.coverage import Coverage, Target, coverage_to_json
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts, functor_facts, native_reduction
@@ -399,8 +399,9 @@ def _branch_values(checkout: Checkout, prepared: Prepared) -> dict[str, list]:
     facts = prepared.facts
     path = facts.location.path
     text = checkout.read(path) if checkout.exists(path) else ""
-    first, last = functor_span(text, facts.location.line) if text else (0, 0)
-    boundaries = boundary_inputs(text, first, last) if text else []
+    boundaries = []
+    for first, last in functor_spans(text, facts.location.line) if text else ():
+        boundaries += [b for b in boundary_inputs(text, first, last) if b not in boundaries]
     scalars = []
     for chosen in prepared.sets:
         for _, v in chosen.values:
@@ -411,11 +412,11 @@ def _branch_values(checkout: Checkout, prepared: Prepared) -> dict[str, list]:
 
 
 def _target(checkout: Checkout, facts: FunctorFacts) -> Target:
-    """The functor's lines (its struct, to the closing brace) in the file holding it."""
+    """The functor's lines (its struct, to the closing brace, and the file's functions it calls) in the
+    file holding it."""
     path = facts.location.path
     text = checkout.read(path) if checkout.exists(path) else ""
-    first, last = functor_span(text, facts.location.line)
-    return Target(path, first, last, text)
+    return Target(path, functor_spans(text, facts.location.line), text)
 
 
 def _coverage_fields(backend: str, measured, options: TryOptions) -> dict:

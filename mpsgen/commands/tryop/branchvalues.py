@@ -53,6 +53,47 @@ def functor_span(text: str, line: int) -> tuple[int, int]:
     return line, masked.count("\n", 0, close) + 1
 
 
+# A function defined at the file's top level: `[template <...>] [inline|static|constexpr ...] TYPE NAME(...) {`
+_FUNCTION = re.compile(r"^[ \t]*(?:template\s*<[^{};]*?>\s*)?(?:(?:inline|static|constexpr|METAL_FUNC)\s+)*"
+                       r"[\w:]+(?:\s*<[^{};()]*>)?[\s*&]+(\w+)\s*\([^;{}]*\)\s*(?:const\s*)?\{", re.M)
+_CALLED = re.compile(r"\b(\w+)\s*(?:<[^<>;{}()]*>\s*)?\(")
+
+
+def functor_spans(text: str, line: int) -> tuple[tuple[int, int], ...]:
+    """The functor's lines: its struct (`functor_span`), then each function of the same file it calls,
+    directly or through another (a derived body's helpers, `gelu_tanh_scalar`), in file order."""
+    first, last = functor_span(text, line)
+    masked = mask_code(text)
+    starts = [0] + [m.end() for m in re.finditer("\n", masked)]
+    depth, depths = 0, []
+    for k, ch in enumerate(masked):  # brace depth before each offset's line: top-level definitions only
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        depths.append(depth)
+    functions: dict[str, tuple[int, int]] = {}
+    for m in _FUNCTION.finditer(masked):
+        if m.start() > 0 and depths[m.start() - 1] != 0:
+            continue
+        close = match_brace(masked, m.end() - 1)
+        if close < 0:
+            continue
+        functions.setdefault(m.group(1), (masked.count("\n", 0, m.start()) + 1, masked.count("\n", 0, close) + 1))
+
+    def body(span):
+        return masked[starts[span[0] - 1] : starts[span[1]] if span[1] < len(starts) else len(masked)]
+
+    spans, todo = [(first, last)], [(first, last)]
+    while todo:
+        for name in _CALLED.findall(body(todo.pop())):
+            span = functions.get(name)
+            if span is not None and span not in spans and not (first <= span[0] <= last):
+                spans.append(span)
+                todo.append(span)
+    return tuple([spans[0]] + sorted(spans[1:]))
+
+
 # ---- a tiny evaluator: constants, and linear functions of one operand ------------------------------
 
 

@@ -1,7 +1,8 @@
 """Branch coverage of the functor under try's samples, on the host build: the try program compiled
 with g++'s `--coverage`, run, and read back with `gcov --json-format` (gcc 9+). The shader source's
 `#line` directives attribute every line to its real file, so the functor's branches are those gcov
-counts on the lines of its struct in the kernel file (`branchvalues.functor_span`). A template
+counts on the lines of its struct in the kernel file and of the functions of that file it calls
+(`branchvalues.functor_spans`: a derived body's helpers). A template
 functor is instantiated once per dtype: a branch counts as taken when any instantiation took it
 (try runs every dtype on the same values, rounded). Exception edges are not branches."""
 
@@ -29,8 +30,7 @@ class Untaken:
 @dataclass(frozen=True)
 class Coverage:
     path: str  # the file holding the functor
-    first: int  # its lines
-    last: int
+    spans: tuple[tuple[int, int], ...]  # its lines (first, last): the struct, then the helpers it calls
     taken: int
     total: int
     untaken: tuple[Untaken, ...]
@@ -39,14 +39,18 @@ class Coverage:
     def summary(self) -> str:
         return f"{self.taken} of {self.total} branches taken"
 
+    @property
+    def where(self) -> str:
+        """`path:98-155` (with its helpers: `path:81-89, 66-72`)."""
+        return f"{self.path}:" + ", ".join(f"{a}-{b}" for a, b in self.spans)
+
 
 @dataclass(frozen=True)
 class Target:
     """What to measure: the functor's lines in its file."""
 
     path: str
-    first: int
-    last: int
+    spans: tuple[tuple[int, int], ...]
     text: str  # the file's text (to quote an untaken branch's line)
 
 
@@ -91,7 +95,7 @@ def branches(gcov_json: str, target: Target) -> Coverage:
                 continue
             for line in f.get("lines", ()):
                 number = line.get("line_number", 0)
-                if not target.first <= number <= target.last:
+                if not any(a <= number <= b for a, b in target.spans):
                     continue
                 kept = [b for b in line.get("branches", ()) if not b.get("throw")]
                 per_line[number] = max(per_line.get(number, 0), len(kept))
@@ -100,7 +104,7 @@ def branches(gcov_json: str, target: Target) -> Coverage:
     lines = target.text.split("\n")
     untaken = tuple(Untaken(n, lines[n - 1].strip() if n <= len(lines) else "", k, per_line[n])
                     for (n, k), c in sorted(counts.items()) if c == 0)
-    return Coverage(target.path, target.first, target.last, len(counts) - len(untaken), len(counts), untaken)
+    return Coverage(target.path, target.spans, len(counts) - len(untaken), len(counts), untaken)
 
 
 def untaken_lines(coverage: Coverage) -> list[str]:
@@ -118,7 +122,7 @@ def untaken_lines(coverage: Coverage) -> list[str]:
 def coverage_to_json(coverage: Coverage | None, why: str) -> dict:
     if coverage is None:
         return {"measured": False, "why": why}
-    return {"measured": True, "path": coverage.path, "lines": [coverage.first, coverage.last],
+    return {"measured": True, "path": coverage.path, "lines": [list(span) for span in coverage.spans],
             "taken": coverage.taken, "total": coverage.total,
             "untaken": [{"line": u.line, "code": u.code, "branch": u.branch, "branches_on_line": u.of}
                         for u in coverage.untaken]}
