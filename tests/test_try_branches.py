@@ -7,7 +7,6 @@ import json
 import math
 from pathlib import Path
 
-
 from mpsgen.commands.tryop.api import _branch_values, prepare
 from mpsgen.commands.tryop.branchvalues import (
     boundary_inputs,
