@@ -524,15 +524,18 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, test_c
 @click.option("--stub", default=None, metavar="NAME",
               help="The dispatch stub the op's kernel is registered for, where it is not named after the op (huber_loss: huber_stub).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the table.")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when a branch of the functor is never taken by try's values (default: a warning). Measured on the host build with g++ and gcov.")
 @click.option("--show-source", is_flag=True,
               help="Print the exact shader source try compiles (what torch.mps.compile_shader takes on a Mac) and exit 0 without running it.")
 @_format_option("rich", "plain")
 @click.pass_obj
-def try_(state, op, backend, reference, seed, samples, stub, as_json, show_source, fmt):
+def try_(state, op, backend, reference, seed, samples, stub, as_json, strict, show_source, fmt):
     """Run OP's functor, as it stands in the checkout's kernel file, on edge values and random samples
     of every registered dtype, and compare with a CPU reference.
 
-    Exit codes: 0 every dtype matched, 1 a mismatch (or the kernel does not compile), 2 bad usage or input."""
+    Exit codes: 0 every dtype matched, 1 a mismatch (or the kernel does not compile; with --strict, a
+    branch of the functor never taken), 2 bad usage or input."""
 
     def run():
         from mpsgen.commands.tryop.api import TryOptions, report_to_json, source_to_json, try_op, try_source
@@ -546,7 +549,7 @@ def try_(state, op, backend, reference, seed, samples, stub, as_json, show_sourc
             else:
                 click.echo(shown.source, nl=False)
             return 0
-        report = try_op(state.checkout(), op, TryOptions(backend, reference, seed, samples, stub))
+        report = try_op(state.checkout(), op, TryOptions(backend, reference, seed, samples, stub, strict))
         if as_json:
             click.echo(json.dumps(report_to_json(report), indent=2))
         elif resolve(fmt, sys.stdout) == RICH:

@@ -229,7 +229,7 @@ def test_a_try_that_compares_no_value_is_not_checked(tmp_path, monkeypatch):
 
     skipped = [SimpleNamespace(metal_type=t, status="skipped", cases=0) for t in ("float", "half", "bfloat")]
     monkeypatch.setattr(bodycheck, "torch_importable", lambda: True)
-    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: SimpleNamespace(results=skipped))
+    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: SimpleNamespace(results=skipped, untaken=False))
     monkeypatch.setattr(bodycheck, "cached_result", lambda kind, inputs, run: run())  # no verdict kept earlier
     plan = _plan(copy_checkout(tmp_path), "new-op", "copysign", body="cpu")
     notes = [n.message for n in plan.notes]
@@ -250,7 +250,7 @@ def counted_try(tmp_path, monkeypatch):
     passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0, nearer_float64=())]
     monkeypatch.setattr(bodycheck, "torch_importable", lambda: True)
     monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")
-    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: runs.append(1) or SimpleNamespace(results=passed))
+    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: runs.append(1) or SimpleNamespace(results=passed, untaken=False))
     return runs
 
 

@@ -5,6 +5,7 @@ same scalars; `--show-source` prints the exact source the MPS path compiles."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from mpsgen.commands.tryop.api import prepare
 from mpsgen.commands.tryop.reference import torch_unavailable
 from mpsgen.commands.tryop.scalars import Field, ScalarArg, convert, field_values, pack, read_kernel_scalars, scalar_sets
 from mpsgen.commands.tryop.source import host_program
-from mpsgen.commands.tryop.values import make_inputs
+from mpsgen.commands.tryop.values import make_inputs, to_bfloat, to_half
 from support import copy_checkout, every_file, needs, run_cli
 from test_dtype_advice import LOGIT_EXPR, with_logit
 
@@ -153,7 +154,9 @@ def test_try_softplus_matches_torch_cpu_for_every_scalar_set(tmp_path):
     assert list(by_set) == SOFTPLUS_SETS
     for label, dtypes in by_set.items():
         assert sorted(dtypes) == ["bfloat16", "float16", "float32"], label
-        assert all(r["status"] == "passed" and r["cases"] == 50 for r in dtypes.values()), (label, dtypes)
+        # 18 edge values, 32 samples, and 15 branch values: each scalar value (1, 20, 2, -1, 0) with its
+        # neighbours in the dtype (issue 46)
+        assert all(r["status"] == "passed" and r["cases"] == 65 for r in dtypes.values()), (label, dtypes)
     assert report["reference"].endswith("CPU: aten::softplus")
 
 
@@ -173,19 +176,44 @@ def test_try_threshold_passes_self_twice_and_skips_values_an_integer_type_cannot
             else:
                 assert r["status"] == "passed", (label, r)
     # uint8 with threshold 0.5 (0 in uchar): every case ran and matched
-    assert by_set["threshold=0.5, value=2"]["uint8"]["cases"] == 38
+    assert by_set["threshold=0.5, value=2"]["uint8"]["cases"] == 42
 
 
 @needs_compiler
 @needs_torch
 def test_try_logit_with_eps_as_cpu_clamps_matches_and_integers_give_float(tmp_path):
     root = _logit(tmp_path, correct=True)
-    report = _try_json(root, "logit")
+    result = _cli(root, "try", "logit", "--backend", "host", "--json")
+    report = json.loads(result.stdout)
+    assert result.exit_code == (0 if all(r["status"] != "failed" for r in report["dtypes"]) else 1)
     assert report["scalar_sets"] == LOGIT_SETS
     by_set = _by_set(report)
     for label, dtypes in by_set.items():
-        assert all(r["status"] == "passed" for r in dtypes.values()), (label, dtypes)
+        assert all(_passed_or_closer_than_cpu(r) for r in dtypes.values()), (label, dtypes)
         assert dtypes["int32"]["out_type"] == "float" and dtypes["bool"]["out_type"] == "float"
+
+
+def _passed_or_closer_than_cpu(r: dict) -> bool:
+    """Passed; or, for half and bfloat, failed only where the body gives logit's correctly rounded value
+    and CPU does not: the OpInfo's domain (0, 1), sampled densely since issue 46, meets CPU's half and
+    bfloat logit near 0.5, where it loses bits (logit(0.394287109375) in half: -0.429443359375, the
+    correctly rounded value; CPU -0.4287109375). The relaxed verdict (a body more accurate than CPU
+    passes with a note) turns these into passes."""
+    if r["status"] == "passed":
+        return True
+    if r["status"] != "failed" or r["dtype"] not in ("float16", "bfloat16"):
+        return False
+    eps = {"eps=None": None, "eps=1e-06": 1e-6, "eps=0.25": 0.25}[r["scalars"]]
+    to_type = to_half if r["dtype"] == "float16" else to_bfloat
+    for m in r["examples"]:
+        (x,) = m["inputs"]
+        z = x if eps is None else min(max(x, eps), 1.0 - eps)
+        if not 0.0 < z < 1.0:
+            return False
+        true = math.log(z / (1.0 - z))
+        if m["got"] != to_type(true) or abs(m["want"] - true) <= abs(m["got"] - true):
+            return False
+    return True
 
 
 @needs_compiler
@@ -194,7 +222,7 @@ def test_a_logit_ignoring_eps_is_caught_in_the_sets_that_set_it(tmp_path):
     root = _logit(tmp_path, correct=False)
     report = _try_json(root, "logit", code=1)
     by_set = _by_set(report)
-    assert all(r["status"] == "passed" for r in by_set["eps=None"].values())
+    assert all(_passed_or_closer_than_cpu(r) for r in by_set["eps=None"].values())
     assert all(r["status"] == "failed" for r in by_set["eps=0.25"].values())
     text = _cli(root, "try", "logit", "--backend", "host", "--format", "plain")
     assert text.exit_code == 1
@@ -342,7 +370,7 @@ def test_json_shape_of_a_scalar_run(tmp_path):
     root = _migrated(tmp_path, "threshold")
     report = _try_json(root, "threshold")
     assert sorted(report) == sorted(["op", "functor", "path", "line", "backend", "backend_detail", "not_run", "reference",
-                                     "reference_note", "seed", "exit_code", "scalar_sets", "dtypes", "source"])
+                                     "reference_note", "seed", "exit_code", "scalar_sets", "dtypes", "coverage", "source"])
     first = report["dtypes"][0]
     assert sorted(first) == sorted(["scalars", "metal_type", "dtype", "out_type", "cases", "max_abs", "max_rel",
                                     "mismatches", "tolerance", "status", "note", "cpu_overflows", "examples"])

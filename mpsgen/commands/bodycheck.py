@@ -23,6 +23,7 @@ from mpsgen.commands.tryop.api import TryOptions, try_op
 from mpsgen.commands.tryop.compare import nearer_note
 from mpsgen.commands.tryop.references import REFERENCES
 from mpsgen.edit.clangformat import added_line_ranges
+from mpsgen.commands.tryop.coverage import untaken_lines
 from mpsgen.edit.kernel import KernelChoice
 from mpsgen.errors import CheckFailed, MpsgenError
 from mpsgen.facts.catalog import lookup
@@ -35,7 +36,7 @@ from mpsgen.read.checkout import NATIVE_FUNCTIONS, Checkout, PlannedCheckout
 from mpsgen.read.nfyaml import NativeFunctions
 
 # what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
-CHECK_VERSION = "bodycheck-7"  # 7: a compile error named as such; 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
+CHECK_VERSION = "bodycheck-8"  # 8: branch coverage; 7: a compile error named as such; 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
 COMPILE_VERSION = "bodycompile-3"
 # the headers a planned kernel includes, besides the files the plan edits
 HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
@@ -159,6 +160,9 @@ def _verdict(checkout: Checkout, edits: dict[str, str], op: str, describe: str, 
     skipped = [r.metal_type for r in report.results if r.status == "skipped"]
     if matched == 0:  # nothing compared is nothing checked (a loss's elementwise kernel: try has no reference)
         why = f"try compared no value ({', '.join(skipped) or 'no dtype'} skipped: no reference)"
+        return _kept("unchecked", why, f"{op}: body from {describe} not checked: {why}")
+    if report.untaken:  # a branch try's values never took was never judged (issue 46)
+        why = f"{report.coverage.summary} by try's values: " + "; ".join(untaken_lines(report.coverage)[:3])
         return _kept("unchecked", why, f"{op}: body from {describe} not checked: {why}")
     extra = f" ({', '.join(skipped)} skipped: no reference)" if skipped else ""
     overflows = sum(r.cpu_overflows for r in report.results)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpsgen.render.try_text import nearer_summary
+from mpsgen.render.try_text import coverage_lines, nearer_summary
 
 
 def render_try(report) -> None:
@@ -43,6 +43,9 @@ def render_try(report) -> None:
             console.print(f"[red]mismatch[/] {escape(where)}: {escape(report.op)}({escape(args)}) = {m.got!r}, reference {m.want!r}")
         if r.mismatches > len(shown):
             console.print(f"  ... {r.mismatches - len(shown)} more {escape(where)} mismatches (--json lists the first {len(r.examples)})")
+    for line in coverage_lines(report):
+        style = "yellow" if line.startswith(("untaken", "warning")) else "red" if line.startswith("error") else None
+        console.print(escape(line), style=style)
     failed = [r.dtype + (f" [{r.scalars}]" if r.scalars else "") for r in report.results if r.status == "failed"]
     compared = any(r.status == "passed" for r in report.results)
     console.print(f"[bold]{len(report.results)} dtype(s):[/bold] " + (f"[red]mismatches in {', '.join(failed)}[/]" if failed else

@@ -3,6 +3,7 @@ cut, each mismatch on one line with its inputs, and a one-line summary."""
 
 from __future__ import annotations
 
+from mpsgen.commands.tryop.coverage import untaken_lines
 from mpsgen.render.text import aligned, one_line
 
 
@@ -10,6 +11,23 @@ def nearer_summary(report) -> str:
     """" (N cases nearer the op in float64 than CPU)" where the rule for CPU rounding an intermediate matched some."""
     count = sum(len(r.nearer_float64) for r in report.results)
     return f" ({count} case{'s' if count != 1 else ''} nearer the op in float64 than CPU: see the notes)" if count else ""
+
+
+def coverage_lines(report) -> list[str]:
+    """The functor's branch coverage: `branches: N of M taken ...`, each untaken branch on a line of
+    its own, and what an untaken branch means for the exit code."""
+    c = report.coverage
+    if c is None:
+        return [f"branches: not measured ({report.coverage_why})"] if report.coverage_why else []
+    if c.total == 0:
+        return [f"branches: none in {report.ran} ({c.where})"]
+    lines = [f"branches: {c.summary} in {report.ran} ({c.where})"]
+    lines += [f"untaken branch: {line}" for line in untaken_lines(c)]
+    if c.untaken:
+        lines.append("error: --strict: an untaken branch fails" if report.strict else
+                     "warning: try's values never take these branches, so it judged the body without them "
+                     "(--strict makes this exit 1)")
+    return lines
 
 
 def try_lines(report) -> list[str]:
@@ -40,6 +58,7 @@ def try_lines(report) -> list[str]:
         for m in r.examples:
             args = ", ".join(repr(v) for v in m.inputs)
             lines.append(one_line(f"mismatch {where}: {report.op}({args}) = {m.got!r}, reference {m.want!r}"))
+    lines += [one_line(line) for line in coverage_lines(report)]
     failed = [r.dtype + (f" [{r.scalars}]" if r.scalars else "") for r in report.results if r.status == "failed"]
     compared = any(r.status == "passed" for r in report.results)
     lines.append(f"{len(report.results)} dtype(s): " + (f"mismatches in {', '.join(failed)}" if failed else

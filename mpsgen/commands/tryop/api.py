@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from mpsgen.commands.tryop.branchvalues import boundary_inputs, branch_values, domain_values, functor_spans, opinfo_domain
 from mpsgen.commands.tryop.compare import DtypeResult, compare
+from mpsgen.commands.tryop.coverage import Coverage, Target, coverage_to_json
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts, functor_facts, native_reduction
 from mpsgen.commands.tryop.reference import (
     Expected,
@@ -48,6 +50,7 @@ class TryOptions:
     seed: int = 0
     samples: int = 32
     stub: str | None = None  # the dispatch stub, where it is not named after the op
+    strict: bool = False  # an untaken branch of the functor fails (exit 1) instead of warning
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,9 @@ class TryReport:
     source: str = ""  # the shader source that ran (MPS) or that the host driver wraps (host)
     scalar_sets: tuple[str, ...] = ()  # alpha and params kernels: each scalar set's label, in order
     reduction: bool = False  # a reduction: `functor` names its kernels (`prod_reduction*`)
+    coverage: Coverage | None = None  # the functor's branches taken by try's samples (host, g++)
+    coverage_why: str = ""  # why coverage was not measured
+    strict: bool = False
 
     @property
     def ran(self) -> str:
@@ -72,8 +78,15 @@ class TryReport:
         return f"{self.functor} op structs" if self.reduction else f"{self.functor}_functor"
 
     @property
+    def untaken(self) -> bool:
+        """Whether a branch of the functor was never taken by try's samples."""
+        return self.coverage is not None and bool(self.coverage.untaken)
+
+    @property
     def exit_code(self) -> int:
-        return 1 if any(r.status == "failed" for r in self.results) else 0
+        if any(r.status == "failed" for r in self.results):
+            return 1
+        return 1 if self.strict and self.untaken else 0
 
 
 def choose_backend(requested: str) -> tuple[str, tuple[str, ...]]:
@@ -240,23 +253,29 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
     prepared = prepare(checkout, op, options.reference, stub=options.stub)
     facts, source = prepared.facts, prepared.source
     backend, not_run = choose_backend(options.backend)
-    inputs = [make_inputs(t, facts.arity, options.seed, options.samples) for t in facts.input_types]
+    special = _branch_values(checkout, prepared)
+    inputs = [make_inputs(t, facts.arity, options.seed, options.samples, special.get(t, ())) for t in facts.input_types]
     if prepared.scalars is not None:
         return _try_scalars(checkout, prepared, inputs, backend, not_run, options)
     reference, fallback, reference_note = choose_reference(op, facts.arity, options.reference)
+    measured = None
     if backend == "mps":
         runs = _run_mps(source, inputs, reference, fallback)
         torch = import_torch()
         detail = f"torch {torch.__version__} torch.mps.compile_shader"
     else:
         owners = code_owners(checkout.read(facts.kernel_file), facts.kernel_file)
-        outputs, detail = run_on_host(host_program(checkout, facts, source, _operands(inputs, prepared.operands)),
-                                      facts.kernel_file, functor=facts.functor, owners=owners, root=checkout.root)
+        outputs, detail, measured = run_on_host(
+            host_program(checkout, facts, source, _operands(inputs, prepared.operands)), facts.kernel_file,
+            functor=facts.functor, owners=owners, root=checkout.root, coverage=_target(checkout, facts))
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
     results = _results(runs, opinfo_tolerances(checkout, op))
     return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
-                     tuple(results), options.seed, source)
+                     tuple(results), options.seed, source, **_coverage_fields(backend, measured, options))
+
+
+_REDUCTION_UNMEASURED = "not measured for a reduction's op structs"
 
 
 def _try_reduction(checkout: Checkout, op: str, found, options: TryOptions) -> TryReport:
@@ -276,7 +295,8 @@ def _try_reduction(checkout: Checkout, op: str, found, options: TryOptions) -> T
         functor = "/".join(f"{p}_reduction*" for p in reduction.prefixes)
         return TryReport(op, functor, location, "host", f"{compiler} with mpsgen's Metal prelude (serial driver)",
                          not_run_note() + (ORDERS_NOT_RUN,), label, "", tuple(results), options.seed, source,
-                         tuple(dict.fromkeys(r.scalars for r in results)), reduction=True)
+                         tuple(dict.fromkeys(r.scalars for r in results)), reduction=True,
+                         coverage_why=_REDUCTION_UNMEASURED)
     if op not in reduction.prefixes:
         # mean launches sum_ kernels with a divisor finalize receives: not the op struct alone
         raise MpsgenError(f"{op}'s host function {reduction.function} launches "
@@ -288,7 +308,8 @@ def _try_reduction(checkout: Checkout, op: str, found, options: TryOptions) -> T
     functor = "/".join(f"{p}_reduction*" for p in reduction.prefixes)
     return TryReport(op, functor, location, "host", f"{compiler} with mpsgen's Metal prelude (serial driver)",
                      not_run_note(), label, "", tuple(results), options.seed, source,
-                     tuple(dict.fromkeys(r.scalars for r in results)), reduction=True)
+                     tuple(dict.fromkeys(r.scalars for r in results)), reduction=True,
+                     coverage_why=_REDUCTION_UNMEASURED)
 
 
 def _operands(inputs: list[Inputs], operands: tuple[int, ...]) -> list[Inputs]:
@@ -329,6 +350,7 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
             for case in inputs:
                 refused[(case.metal_type, index)] = why
             plan = {t: (a, f, [(i, v) for i, v in runs if i != index]) for t, (a, f, runs) in plan.items()}
+    measured = None
     if backend == "mps":
 
         torch = import_torch()
@@ -342,8 +364,8 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
     else:
         owners = code_owners(checkout.read(facts.kernel_file), facts.kernel_file)
         program = host_program(checkout, facts, source, _operands(inputs, prepared.operands), plan)
-        outputs, detail = run_on_host(program, facts.kernel_file, functor=facts.functor, owners=owners,
-                                      root=checkout.root)
+        outputs, detail, measured = run_on_host(program, facts.kernel_file, functor=facts.functor, owners=owners,
+                                                root=checkout.root, coverage=_target(checkout, facts))
         detail = f"{detail} with mpsgen's Metal prelude"
     by_name = {o.metal_type: o for o in outputs}
     overrides = opinfo_tolerances(checkout, facts.op)
@@ -367,7 +389,40 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
         compared = {r.metal_type: replace(r, scalars=chosen.label) for r in _results(runs, overrides)}
         results += [skipped.get(case.metal_type) or compared[case.metal_type] for case in inputs]
     return TryReport(facts.op, facts.functor, facts.location, backend, detail, not_run, prepared.reference_label, "",
-                     tuple(results), options.seed, source, tuple(s.label for s in prepared.sets))
+                     tuple(results), options.seed, source, tuple(s.label for s in prepared.sets),
+                     **_coverage_fields(backend, measured, options))
+
+
+def _branch_values(checkout: Checkout, prepared: Prepared) -> dict[str, list]:
+    """Per input type, the values where the functor's branches switch (`branchvalues`): its
+    comparisons' boundaries, every scalar set's values, the OpInfo's domain; each with its neighbours."""
+    facts = prepared.facts
+    path = facts.location.path
+    text = checkout.read(path) if checkout.exists(path) else ""
+    boundaries = []
+    for first, last in functor_spans(text, facts.location.line) if text else ():
+        boundaries += [b for b in boundary_inputs(text, first, last) if b not in boundaries]
+    scalars = []
+    for chosen in prepared.sets:
+        for _, v in chosen.values:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v) not in scalars:
+                scalars.append(float(v))
+    domain = domain_values(opinfo_domain(checkout, facts.op))
+    return {t: branch_values(t, boundaries, scalars, domain) for t in facts.input_types}
+
+
+def _target(checkout: Checkout, facts: FunctorFacts) -> Target:
+    """The functor's lines (its struct, to the closing brace, and the file's functions it calls) in the
+    file holding it."""
+    path = facts.location.path
+    text = checkout.read(path) if checkout.exists(path) else ""
+    return Target(path, functor_spans(text, facts.location.line), text)
+
+
+def _coverage_fields(backend: str, measured, options: TryOptions) -> dict:
+    if backend != "host":
+        return {"coverage_why": "measured only on the host build: --backend host", "strict": options.strict}
+    return {"coverage": measured.coverage, "coverage_why": measured.why, "strict": options.strict}
 
 
 def _results(runs, overrides: dict) -> list[DtypeResult]:
@@ -474,5 +529,6 @@ def report_to_json(report: TryReport) -> dict:
             }
             for r in report.results
         ],
+        "coverage": coverage_to_json(report.coverage, report.coverage_why),
         "source": report.source,
     }

@@ -8,6 +8,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpsgen.commands.tryop.coverage import FLAGS as COVERAGE_FLAGS
+from mpsgen.commands.tryop.coverage import Coverage, Target, gcov_for, read_coverage
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, TORCH_TO_METAL
 from mpsgen.commands.tryop.reference import import_torch
 from mpsgen.commands.tryop.scalars import pack
@@ -53,11 +55,22 @@ def mps_unavailable() -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Measured:
+    """Branch coverage of the functor (`coverage.read_coverage`), or why it was not measured."""
+
+    coverage: Coverage | None
+    why: str = ""
+
+
 def run_on_host(program: str, kernel_file: str, work: Path | None = None,
                 compiler: Compiler | None = None, functor: str | None = None,
-                owners: CodeOwners | None = None, root: Path | None = None) -> tuple[list[Outputs], str]:
+                owners: CodeOwners | None = None, root: Path | None = None,
+                coverage: Target | None = None):
     """Compile `program` (the shader source plus the host driver) with the host compiler and the
-    Metal prelude, run it, and read its outputs. Returns the outputs and the compiler used.
+    Metal prelude, run it, and read its outputs. Returns the outputs and the compiler used, and with
+    `coverage` (the functor's lines) a third item, `Measured`: the functor's branch coverage, measured
+    with g++'s --coverage and gcov where they are.
     `functor` and `owners` (`metalhost.owners.code_owners` of the kernel file) let a compile error
     in another functor's code be named as such; `root` (the checkout) lets headers the host compiler
     cannot take be named as such (`check.headers_unreadable`)."""
@@ -70,6 +83,9 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
         binary = Path(tmp) / "try"
         source.write_text(rewrite_metal(program), encoding="utf-8")
         command = compiler.build_command(source, (), binary)
+        gcov, no_gcov = gcov_for(compiler.path, compiler.family) if coverage is not None else (None, "")
+        if gcov is not None:
+            command[-3:-3] = list(COVERAGE_FLAGS)
         try:
             built = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -83,9 +99,14 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
             name = f"{functor}'s functor" if functor else "the functor"
             raise CheckFailed(f"{name} did not finish on the host in {RUN_TIMEOUT:g} s on try's values",
                               hint="look for a loop bounded by an input's value: try draws extremes such as 3.4e38") from None
+        measured = None
+        if coverage is not None and ran.returncode == 0:
+            measured = Measured(*read_coverage(Path(tmp), gcov, coverage)) if gcov is not None else Measured(None, no_gcov)
     if ran.returncode != 0:
         raise CheckFailed(f"the functor crashed on the host (exit status {ran.returncode}): {ran.stderr.strip()[:200]}",
                           hint="look for integer division by zero or out-of-range indexing in the functor")
+    if coverage is not None:
+        return parse_outputs(ran.stdout), compiler.path, measured
     return parse_outputs(ran.stdout), compiler.path
 
 

@@ -165,9 +165,15 @@ class Inputs:
 _TERNARY_EDGES = 8
 
 
-def make_inputs(metal_type: str, arity: int, seed: int, samples: int) -> Inputs:
+# The other operands' values beside a branch value (`special`) in one operand.
+COMPANIONS = (1.0, -2.5, 0.5)
+
+
+def make_inputs(metal_type: str, arity: int, seed: int, samples: int, special: tuple = ()) -> Inputs:
     """Every combination of the type's edge values over the operands (the broadcast of one edge
-    vector against the other), then `samples` seeded random cases."""
+    vector against the other), then `samples` seeded random cases, then each of `special` (the values
+    where the functor's branches switch: `branchvalues`) in each operand, the others at each of
+    COMPANIONS (and at the same value)."""
     rng = random.Random(seed * 1_000_003 + zlib.crc32(metal_type.encode()))
     base = edges(metal_type)
     if arity == 3:
@@ -175,7 +181,36 @@ def make_inputs(metal_type: str, arity: int, seed: int, samples: int) -> Inputs:
     cases = list(itertools.product(base, repeat=arity))
     columns = [random_values(metal_type, samples, rng) for _ in range(arity)]
     cases += list(zip(*columns))
+    if special:
+        cases += special_cases(metal_type, arity, special)
     return Inputs(metal_type, tuple(tuple(column) for column in zip(*cases)))
+
+
+def special_cases(metal_type: str, arity: int, special) -> list[tuple]:
+    if arity == 1:
+        return [(v,) for v in special]
+    if kind(metal_type) == "float":
+        companions = [ROUND[metal_type](c) for c in COMPANIONS]
+    else:
+        lo, hi = int_range(metal_type)
+        companions = [int(c) for c in COMPANIONS if lo <= int(c) <= hi]
+    out = []
+    for v in special:
+        out.append((v,) * arity)
+        for k in range(arity):
+            for c in companions:
+                out.append(tuple(v if j == k else c for j in range(arity)))
+    return _unique_cases(out)
+
+
+def _unique_cases(cases: list[tuple]) -> list[tuple]:
+    seen, out = set(), []
+    for c in cases:
+        key = repr(c)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
 
 
 def traps(inputs: Inputs, i: int) -> bool:
