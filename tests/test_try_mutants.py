@@ -221,16 +221,22 @@ def test_every_non_equivalent_mutant_fails_try(bodies, op):
     _assert_killed(bodies, op, every=run_heavy())
 
 
+# On the 2.15.0 real-size checkout each mutant compiles the kernel file with the release's c10/metal
+# headers (10-60 s a mutant on 2 cores): CI's 90 minutes hold the blind spots issue 46 found and every
+# mutant of the two small clamp-like bodies; `python tests/test_try_mutants.py --checkout DIR` runs
+# every op there (docs/try.md quotes those figures).
+OPS_215 = (("special_ndtri", False), ("hardtanh_backward", True), ("threshold", True), ("heaviside", True))
+
+
 @needs_compiler
 @needs_torch
 @pytest.mark.heavy
 @pytest.mark.realfiles
-@pytest.mark.parametrize("op", OPS)
-def test_every_non_equivalent_mutant_fails_try_on_the_215_checkout(real_checkout, op):
+@pytest.mark.parametrize("op, every", OPS_215)
+def test_every_non_equivalent_mutant_fails_try_on_the_215_checkout(real_checkout, op, every):
     # the 2.15.0 real-size checkout: its c10/metal headers change what the bodies call (c10::metal::log1p)
-    # (a body may be one call into the release's c10/metal headers, no token of mpsgen's to mutate: gelu)
     build(real_checkout, (op,))
-    _assert_killed(real_checkout, op, every=True, some=False)
+    _assert_killed(real_checkout, op, every=every)
 
 
 def _assert_killed(root: Path, op: str, every: bool, some: bool = True) -> None:
