@@ -39,7 +39,8 @@ class Compiler:
     def build_command(self, source: Path, include_dirs: tuple[Path, ...], output: Path) -> list[str]:
         # -O0: the program runs a few thousand functor calls; optimising costs more (0.8 s vs 0.3 s
         # for BinaryKernel.metal) than it saves, and float results are the same (SSE, no contraction).
-        return [self.path, *self.base_flags(include_dirs), "-O0", str(source), "-o", str(output)]
+        # -fwrapv: signed integer overflow wraps in Metal; on the host it is otherwise undefined.
+        return [self.path, *self.base_flags(include_dirs), "-O0", "-fwrapv", str(source), "-o", str(output)]
 
     def prelude_first(self, precompiled: bool = False) -> list[str]:
         """The prelude read before the source's first line, as the Metal compiler has its types and
