@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from mpsgen.read.metalhost.check import compile_metal_file
 from mpsgen.read.metalhost.compiler import find_compiler
 from support import needs
 
@@ -202,3 +203,47 @@ def test_integer_builtin_follows_the_metal_specification(printed, name, expr, ex
 @needs_compiler
 def test_build_flags_make_signed_overflow_wrap():
     assert "-fwrapv" in COMPILER.build_command(Path("x.cpp"), (), Path("x"))
+
+
+# ---- bfloat's two Metal rules the host class cannot hold at once -----------------------------------
+
+_CHOICE = """#include <metal_stdlib>
+using namespace metal;
+template <typename T> T phase(T x) { return T(isnan(x) ? x : x < 0 ? M_PI_F : 0.0); }
+template bfloat phase(bfloat);
+"""
+_FROM_FLOAT = """#include <metal_stdlib>
+using namespace metal;
+template <typename T> T undefined_at(T x) { if (x < 0) { return NAN; } return 0.0; }
+template bfloat undefined_at(bfloat);
+"""
+
+
+def _check(tmp_path: Path, text: str):
+    rel = "aten/src/ATen/native/mps/kernels/Choice.metal"
+    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / rel).write_text(text, encoding="utf-8")
+    return compile_metal_file(tmp_path, rel)
+
+
+@needs_compiler
+def test_a_file_choosing_between_bfloat_and_float_compiles_with_the_conversion_explicit(tmp_path):
+    # 2.13's UnaryKernel.metal angle_functor: `isnan(x) ? x : x < 0 ? M_PI_F : 0.0` with x bfloat is float in Metal
+    done = _check(tmp_path, _CHOICE)
+    assert done.status == "passed", done.diagnostics
+    assert "-DMPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT" in done.command
+
+
+@needs_compiler
+def test_a_file_converting_float_to_bfloat_implicitly_compiles_as_it_is(tmp_path):
+    done = _check(tmp_path, _FROM_FLOAT)
+    assert done.status == "passed", done.diagnostics
+    assert "-DMPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT" not in done.command
+
+
+@needs_compiler
+def test_a_file_needing_both_is_refused_with_the_choice_the_host_cannot_make(tmp_path):
+    both = _FROM_FLOAT + _CHOICE.replace("#include <metal_stdlib>\nusing namespace metal;\n", "")
+    done = _check(tmp_path, both)
+    assert done.status == "failed"
+    assert any("have different types" in message for _, message in done.diagnostics), done.diagnostics

@@ -46,16 +46,22 @@ using uint = unsigned int;
 using ulong = unsigned long;
 static_assert(sizeof(long) == 8, "Metal's long is 64 bits: use a 64-bit host (LP64)");
 
+#ifdef MPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT
+#define MPSGEN_BF_FROM_FLOAT explicit
+#else
+#define MPSGEN_BF_FROM_FLOAT
+#endif
 struct bfloat {
   unsigned short bits;  // no initializer: bfloat stays trivial, so it can live in unions
   bfloat() = default;
   // float -> bfloat is implicit, as in Metal (`return NAN;`, `return 0.0;` in a function returning a
   // template's T = bfloat: c10/metal/igamma.h). A class converting both ways cannot make
-  // `c ? a_bfloat : a_float` float as Metal does (the host compiler calls it ambiguous): write such
-  // a choice with both operands of one type.
-  constexpr bfloat(float f) : bits(round_bits(f)) {}
+  // `c ? a_bfloat : a_float` float as Metal does (the host compiler calls it ambiguous), so a file
+  // the host compiler refuses for that alone is compiled again with MPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT
+  // (`compiler.EXPLICIT_BFLOAT`), where the conversion is explicit and such a choice is float.
+  MPSGEN_BF_FROM_FLOAT constexpr bfloat(float f) : bits(round_bits(f)) {}
   template <typename A, std::enable_if_t<std::is_floating_point_v<A>, int> = 0>
-  constexpr bfloat(A a) : bits(round_bits(static_cast<float>(a))) {}
+  MPSGEN_BF_FROM_FLOAT constexpr bfloat(A a) : bits(round_bits(static_cast<float>(a))) {}
   // half -> bfloat stays explicit (Metal has no implicit conversion between the two 16-bit types).
   template <typename A, std::enable_if_t<std::is_same_v<A, half>, int> = 0>
   constexpr explicit bfloat(A a) : bits(round_bits(static_cast<float>(a))) {}
