@@ -185,6 +185,12 @@ def calls(source: str) -> tuple[set[str], set[str]]:
     return called, fast
 
 
+# words before a `(` that name no function of the source: keywords, casts, the functor's call operator
+_NOT_CALLS = frozenset({"operator", "if", "for", "while", "switch", "return", "sizeof", "decltype", "static_cast",
+                        "reinterpret_cast", "const_cast", "as_type", "enable_if_t", "T", "U", "float", "half",
+                        "bfloat", "int", "long", "bool"})
+
+
 def functor_code(source: str, functor: str) -> str:
     """The functor's struct in `source` and the bodies of the functions of `source` it calls (three
     levels deep): the code whose builtins decide its value. The whole source when the struct is not
@@ -198,7 +204,7 @@ def functor_code(source: str, functor: str) -> str:
         return source
     spans, seen, todo = [(m.start(), end + 1)], {functor}, [masked[m.start():end + 1]]
     for _ in range(3):
-        names = {n for code in todo for n in re.findall(r"\b(\w+)\s*\(", code)} - seen - TRANSCENDENTAL
+        names = {n for code in todo for n in re.findall(r"\b(\w+)\s*\(", code)} - seen - TRANSCENDENTAL - _NOT_CALLS
         todo = []
         for name in sorted(names):
             seen.add(name)
