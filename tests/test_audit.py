@@ -157,3 +157,14 @@ def test_a_reproducer_passes_scalars_and_special_values():
                     'print(torch.ops.aten.softplus.default(a, beta=2, threshold=20).cpu(), '
                     'torch.ops.aten.softplus.default(a.cpu(), beta=2, threshold=20))')
     assert "complex(float(\"inf\"), float(\"nan\"))" in reproducer("torch.abs", "complex64", Case((complex(INF, NAN),), 0, 0), "")
+
+
+def test_a_builtin_called_through_its_namespace_is_not_the_source_function_of_that_name():
+    # upstream's hypot: precise::sqrt is Metal's; the source's own complex sqrt (and what it calls) is not run
+    source = ("inline float2 sqrt(float2 x) { return fast::divide(x, 2.0f); }\n"
+              "struct hypot_functor { float operator()(float a, float b) { return precise::sqrt(a * a + b * b); } };\n")
+    code = functor_code(source, "hypot_functor")
+    assert "fast::divide" not in code
+    assert uncertainty(OVERFLOW, "float", (Case((0.0, 3.4e38), INF, 3.4e38),), code) == ""
+    unqualified = functor_code(source.replace("precise::sqrt(a", "sqrt(a"), "hypot_functor")
+    assert "fast::divide" in unqualified

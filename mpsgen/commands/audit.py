@@ -191,6 +191,12 @@ _NOT_CALLS = frozenset({"operator", "if", "for", "while", "switch", "return", "s
                         "bfloat", "int", "long", "bool"})
 
 
+# a call through one of these is Metal's builtin, never a function of the source of the same name
+_BUILTIN_QUALIFIERS = frozenset({"metal::", "::metal::", "precise::", "fast::", "metal::precise::", "metal::fast::",
+                                 "::metal::precise::", "::metal::fast::"})
+_QUALIFIED_CALL = re.compile(r"(?<![\w:])((?:::)?(?:\w+::)*)(\w+)\s*\(")
+
+
 def functor_code(source: str, functor: str) -> str:
     """The functor's struct in `source` and the bodies of the functions of `source` it calls (three
     levels deep): the code whose builtins decide its value. The whole source when the struct is not
@@ -204,7 +210,8 @@ def functor_code(source: str, functor: str) -> str:
         return source
     spans, seen, todo = [(m.start(), end + 1)], {functor}, [masked[m.start():end + 1]]
     for _ in range(3):
-        names = {n for code in todo for n in re.findall(r"\b(\w+)\s*\(", code)} - seen - TRANSCENDENTAL - _NOT_CALLS
+        names = {m.group(2) for code in todo for m in _QUALIFIED_CALL.finditer(code)
+                 if m.group(1) not in _BUILTIN_QUALIFIERS} - seen - _NOT_CALLS
         todo = []
         for name in sorted(names):
             seen.add(name)
