@@ -95,6 +95,7 @@ class Finding:
     reproducer: str  # one Python line for a Mac: the op on MPS and on CPU
     uncertain: str = ""  # why Metal itself may give the kernel's value here; "" when it may not
     note: str = ""  # try's note for the dtype
+    unclassified: int = 0  # the dtype's mismatches beyond the examples try keeps (compare.MAX_EXAMPLES)
 
 
 @dataclass(frozen=True)
@@ -332,7 +333,8 @@ def _dtype_findings(report: TryReport, result: DtypeResult, call: str, held: tup
         line = reproducer(call, result.dtype, cases[0], result.scalars, held) if cases else ""
         findings.append(Finding(report.op, report.ran, report.location, result.dtype, result.metal_type, result.out_type,
                                 result.scalars, kind, len(cases), cases, result.tolerance, line,
-                                uncertainty(kind, result.metal_type, cases, code), result.note))
+                                uncertainty(kind, result.metal_type, cases, code), result.note,
+                                max(0, result.mismatches - len(result.examples))))
     return findings
 
 

@@ -29,6 +29,7 @@ def report_to_json(report) -> dict:
                 "findings": [
                     {"dtype": f.dtype, "metal_type": f.metal_type, "out_type": f.out_type, "scalars": f.scalars,
                      "kind": f.kind, "count": f.count, "uncertain": f.uncertain or None, "note": f.note,
+                     "unclassified": f.unclassified,
                      "tolerance": None if f.tolerance is None else {"rtol": f.tolerance[0], "atol": f.tolerance[1]},
                      "cases": [{"inputs": [_number(v) for v in c.inputs], "mps": _number(c.got), "cpu": _number(c.want)}
                                for c in f.cases],

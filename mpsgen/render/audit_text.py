@@ -18,6 +18,11 @@ def _case(op: str, case) -> str:
     return f"{op}({args}): MPS kernel {_value(case.got)}, CPU {_value(case.want)}"
 
 
+def _unclassified(f) -> str:
+    return (f"{f.dtype} has {f.unclassified} more mismatching case(s) than try keeps as examples: "
+            f"not classified here (mpsgen try {f.op} lists them)")
+
+
 def _where(f) -> str:
     return f.dtype + (f" [{f.scalars}]" if f.scalars else "")
 
@@ -42,6 +47,8 @@ def audit_lines(report) -> list[str]:
             lines.append(one_line(f"{f.op} {_where(f)} ({f.functor}, {f.location}): {f.count} case(s)"))
             for case in f.cases[:_SHOWN_CASES]:
                 lines.append(one_line(f"  {_case(f.op, case)}"))
+            if f.unclassified:
+                lines.append(f"  {_unclassified(f)}")
             if f.uncertain:
                 lines.append(one_line(f"  not certain on a Mac: {f.uncertain}"))
             if f.reproducer:
@@ -76,6 +83,9 @@ def audit_markdown(report) -> str:
             for case in f.cases[:_SHOWN_CASES]:
                 out.append(f"| {', '.join(_value(v) for v in case.inputs)} | {_value(case.got)} | {_value(case.want)} |")
             out.append("")
+            if f.unclassified:
+                text = _unclassified(f)
+                out += [text[0].upper() + text[1:] + ".", ""]
             if f.uncertain:
                 out += [f"Not certain on a Mac: {f.uncertain}.", ""]
             if f.reproducer:
