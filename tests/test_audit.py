@@ -18,6 +18,7 @@ from mpsgen.commands.audit import (
     COMPLEX_SPECIAL,
     INF_NAN,
     INTEGER,
+    OUTPUT_TYPE,
     OVERFLOW,
     PRECISION,
     SIGNED_ZERO,
@@ -145,6 +146,7 @@ def test_a_precision_finding_after_a_bounded_builtin_says_it_is_not_certain():
     assert "fast::exp" in uncertainty(INF_NAN, "float", (Case((NAN,), 0.0, NAN),), code.replace("exp(", "fast::exp("))
     assert "which zero" in uncertainty(SIGNED_ZERO, "float", (Case((-0.0, 0.0), -INF, INF),), "fmax(a, b)")
     assert "subnormal" in uncertainty(PRECISION, "float", (Case((1e-40,), 1.0, 0.0),), "a * b")
+    assert "output type" in uncertainty(OUTPUT_TYPE, "float2", (), "x")
 
 
 def test_the_functor_code_is_its_struct_and_the_helpers_it_calls():

@@ -246,6 +246,9 @@ def uncertainty(kind: str, metal_type: str, cases: tuple[Case, ...], code: str) 
     if kind == INTEGER and TYPE_KINDS.get(metal_type, ("",))[0] in ("int", "uint") and any(c.got == int_range(metal_type)[0] for c in cases):
         reasons.append("the kernel gives the type's minimum: a float converted to an integer out of its range "
                        "gives that on x86, where the Metal specification leaves the result undefined")
+    if kind == OUTPUT_TYPE:
+        reasons.append("try compares the functor's own output type with CPU's; the host function may view or cast "
+                       "the output (a complex kernel writing the real part of a float2) before the user sees it")
     return "; ".join(reasons)
 
 
