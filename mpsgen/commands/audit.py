@@ -59,7 +59,9 @@ TRANSCENDENTAL = frozenset({
 _CALL = re.compile(r"(?<![\w.])(?:(?:::)?metal::)?(precise::|fast::)?(\w+)\s*\(")
 _ZERO_PICK = re.compile(r"(?<![\w.])(?:(?:::)?metal::)?(?:precise::|fast::)?(fmax|fmin|max|min|clamp)\s*\(")
 
-DEFAULT_REPRODUCERS = 1  # cases per reproducer: the first mismatch of the kind
+# mismatches try keeps per dtype for audit (its own default is 10): every one, to sort them all by kind
+KEPT_CASES = 100_000
+SHOWN_CASES = 10  # cases a finding keeps (its count is all of them); the reproducer takes the first
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,8 @@ class Finding:
     out_type: str
     scalars: str  # the scalar set (alpha and params kernels), "" otherwise
     kind: str
-    count: int  # mismatching cases of this kind among the dtype's examples
-    cases: tuple[Case, ...]
+    count: int  # the dtype's mismatching cases of this kind
+    cases: tuple[Case, ...]  # the first SHOWN_CASES of them
     tolerance: tuple[float, float] | None
     reproducer: str  # one Python line for a Mac: the op on MPS and on CPU
     uncertain: str = ""  # why Metal itself may give the kernel's value here; "" when it may not
@@ -330,12 +332,13 @@ def _dtype_findings(report: TryReport, result: DtypeResult, call: str, held: tup
     code = functor_code(report.source, report.functor + "_functor")
     findings = []
     for kind in KINDS:
-        cases = tuple(groups.get(kind, ()))
         if kind not in groups:
             continue
+        found = groups[kind]
+        cases = tuple(found[:SHOWN_CASES])
         line = reproducer(call, result.dtype, cases[0], result.scalars, held) if cases else ""
         findings.append(Finding(report.op, report.ran, report.location, result.dtype, result.metal_type, result.out_type,
-                                result.scalars, kind, len(cases), cases, result.tolerance, line,
+                                result.scalars, kind, len(found), cases, result.tolerance, line,
                                 uncertainty(kind, result.metal_type, cases, code), result.note,
                                 max(0, result.mismatches - len(result.examples))))
     return findings
@@ -362,7 +365,7 @@ def audit_op(root: str, op: str, options: AuditOptions) -> OpAudit:
     checkout = Checkout(Path(root))
     try:
         report = try_op(checkout, op, TryOptions(backend=options.backend, reference="torch", seed=options.seed,
-                                                 samples=options.samples))
+                                                 samples=options.samples, examples=KEPT_CASES))
     except CheckFailed as exc:  # the kernel did not compile on the host, crashed or did not finish
         return OpAudit(op, "not-run", _one_line(exc), seconds=time.perf_counter() - started)
     except MpsgenError as exc:  # what try refuses (no functor, arity, no reference)

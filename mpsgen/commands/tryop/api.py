@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from mpsgen.commands.tryop.compare import DtypeResult, compare
+from mpsgen.commands.tryop.compare import MAX_EXAMPLES, DtypeResult, compare
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts, functor_facts, native_reduction
 from mpsgen.commands.tryop.reference import (
     Expected,
@@ -48,6 +48,7 @@ class TryOptions:
     seed: int = 0
     samples: int = 32
     stub: str | None = None  # the dispatch stub, where it is not named after the op
+    examples: int = MAX_EXAMPLES  # mismatches kept per dtype (audit keeps them all to sort them by kind)
 
 
 @dataclass(frozen=True)
@@ -254,7 +255,7 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
                                       facts.kernel_file, functor=facts.functor, owners=owners, root=checkout.root)
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
-    results = _results(runs, opinfo_tolerances(checkout, op))
+    results = _results(runs, opinfo_tolerances(checkout, op), options.examples)
     return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
                      tuple(results), options.seed, source)
 
@@ -364,13 +365,13 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
             kept = keep(case, ran, _TRAP_NOTE)
             out = Outputs(case.metal_type, out.out_type, tuple(out.values[i] for i in ran))
             runs.append((kept, out, _expected(kept, out.out_type, references[index], None)))
-        compared = {r.metal_type: replace(r, scalars=chosen.label) for r in _results(runs, overrides)}
+        compared = {r.metal_type: replace(r, scalars=chosen.label) for r in _results(runs, overrides, options.examples)}
         results += [skipped.get(case.metal_type) or compared[case.metal_type] for case in inputs]
     return TryReport(facts.op, facts.functor, facts.location, backend, detail, not_run, prepared.reference_label, "",
                      tuple(results), options.seed, source, tuple(s.label for s in prepared.sets))
 
 
-def _results(runs, overrides: dict) -> list[DtypeResult]:
+def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES) -> list[DtypeResult]:
     """Each type's comparison: skipped without a reference; failed when the kernel's output type is
     not the reference's; the OpInfo's MPS tolerance for the dtype where it has one."""
     results = []
@@ -384,7 +385,7 @@ def _results(runs, overrides: dict) -> list[DtypeResult]:
         if override is not None:
             note = "; ".join(n for n in (note, f"tolerance from {override.location} (the OpInfo's MPS override)") if n)
         result = compare(case, out.values, want.values, out.out_type, note, want.alone,
-                         (override.rtol, override.atol) if override else None, want.wide)
+                         (override.rtol, override.atol) if override else None, want.wide, examples)
         if want.out_type != out.out_type:
             why = f"the kernel returns {out.out_type}, the reference {want.out_type}"
             result = replace(result, status="failed", note="; ".join(n for n in (result.note, why) if n))
