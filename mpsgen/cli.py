@@ -565,6 +565,58 @@ def try_(state, op, backend, reference, seed, samples, stub, as_json, strict, sh
     sys.exit(run_guarded(state, run, as_json))
 
 
+@main.command("audit", epilog=_examples(
+    "mpsgen audit",
+    "mpsgen audit hypot atan2 --markdown > audit.md",
+    "mpsgen audit --json > audit.json",
+))
+@click.argument("ops", nargs=-1, shell_complete=_complete_ops)
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Worker processes (0: one per core).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of try's random samples.")
+@click.option("--samples", type=click.IntRange(min=0), default=32, show_default=True, help="Random cases per dtype, besides the edge values.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document with every op and finding.")
+@click.option("--markdown", is_flag=True, help="Print an issue-ready GitHub Markdown report.")
+@click.pass_obj
+def audit(state, ops, jobs, seed, samples, as_json, markdown):
+    """Run try's comparison on every native elementwise and params kernel (or OPS) and report where
+    the kernel disagrees with torch's CPU op, grouped by kind, with a reproducer for a Mac.
+
+    Exit codes: 0 nothing found, 1 findings, 2 bad usage or input."""
+
+    def run():
+        from mpsgen.commands.audit import AuditOptions
+        from mpsgen.commands.audit import audit as run_audit
+        from mpsgen.commands.verify import all_native_ops, check_op_names
+        from mpsgen.edit.workspace import Workspace
+        from mpsgen.errors import MpsgenError
+        from mpsgen.facts.views import Views
+
+        if as_json and markdown:
+            raise MpsgenError("--json and --markdown are two output formats", hint="pick one")
+        checkout = state.checkout()
+        views = Views(Workspace(checkout), disk_cache=True)
+        selected = check_op_names(views, tuple(ops)) if ops else all_native_ops(views)
+        report = _with_progress(lambda progress: run_audit(checkout, tuple(selected),
+                                                           AuditOptions(jobs, seed, samples), progress),
+                                as_json or markdown)
+        if as_json:
+            from mpsgen.render.audit_json import report_to_json
+
+            click.echo(json.dumps(report_to_json(report), indent=2))
+        elif markdown:
+            from mpsgen.render.audit_text import audit_markdown
+
+            click.echo(audit_markdown(report), nl=False)
+        else:
+            from mpsgen.render.audit_text import audit_lines
+
+            click.echo("\n".join(audit_lines(report)))
+        return report.exit_code
+
+    sys.exit(run_guarded(state, run, as_json))
+
+
 @main.command("scan", epilog=_examples(
     "mpsgen scan --candidates",
     "mpsgen scan --candidates --tier ready,expr",

@@ -33,7 +33,7 @@ from support import FIXTURE_CHECKOUT, REPO, missing, run_cli
 _README_EXAMPLE = re.compile(r"^ {4}(mpsgen (?!\[).*)$")
 # a toy script for `trace` examples: a few ops of the miniature's world
 _SCRIPT = "import torch\nx = torch.rand(4)\ntorch.atan2(x, x + 1)\ntorch.nn.functional.mish(x)\n"
-_VERDICT_COMMANDS = ("verify", "try")
+_VERDICT_COMMANDS = ("verify", "try", "audit")  # exit 1 is a finding, printed
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ def test_example_runs(examples, tmp_path, git_fixture):
     work.mkdir()
     argv, out = _prepare(example, root, work)
     command = _command(argv)
-    read_only = command in ("scan", "verify", "try", "trace", "bench") or "--dry-run" in argv
+    read_only = command in ("scan", "verify", "try", "trace", "bench", "audit") or "--dry-run" in argv
     status = _status(root)
     result = run_cli(argv, cwd=work)
     if read_only:  # the checkout as it was, files git ignores included (verify's logs are elsewhere)
@@ -232,7 +232,8 @@ def test_example_runs(examples, tmp_path, git_fixture):
     allowed = (0, 1) if command in _VERDICT_COMMANDS else (0,)
     assert result.exit_code in allowed, f"{' + '.join(e.where for e in examples)}: {example.text}\n{result.stderr}"
     if result.exit_code == 1:
-        assert "failed" in result_text or "mismatch" in result_text, result_text
+        finding = "reproduce:" in result_text or '"reproducer"' in result_text  # audit's findings
+        assert "failed" in result_text or "mismatch" in result_text or finding, result_text
     named = [word for word in argv if word in _ops(root) and word != command]
     for op in named:
         assert op in result_text, f"{example.text}: {op} not in the output"

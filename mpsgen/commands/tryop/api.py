@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, replace
 
 from mpsgen.commands.tryop.branchvalues import boundary_inputs, branch_values, domain_values, functor_spans, opinfo_domain
-from mpsgen.commands.tryop.compare import DtypeResult, compare
+from mpsgen.commands.tryop.compare import MAX_EXAMPLES, DtypeResult, compare
 from mpsgen.commands.tryop.coverage import Coverage, Target, coverage_to_json
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts, functor_facts, native_reduction
 from mpsgen.commands.tryop.reference import (
@@ -51,6 +51,7 @@ class TryOptions:
     samples: int = 32
     stub: str | None = None  # the dispatch stub, where it is not named after the op
     strict: bool = False  # an untaken branch of the functor fails (exit 1) instead of warning
+    examples: int = MAX_EXAMPLES  # mismatches kept per dtype (audit keeps them all to sort them by kind)
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> T
             functor=facts.functor, owners=owners, root=checkout.root, coverage=_target(checkout, facts))
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
-    results = _results(runs, opinfo_tolerances(checkout, op))
+    results = _results(runs, opinfo_tolerances(checkout, op), options.examples)
     return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
                      tuple(results), options.seed, source, **_coverage_fields(backend, measured, options))
 
@@ -386,7 +387,7 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
             kept = keep(case, ran, _TRAP_NOTE)
             out = Outputs(case.metal_type, out.out_type, tuple(out.values[i] for i in ran))
             runs.append((kept, out, _expected(kept, out.out_type, references[index], None)))
-        compared = {r.metal_type: replace(r, scalars=chosen.label) for r in _results(runs, overrides)}
+        compared = {r.metal_type: replace(r, scalars=chosen.label) for r in _results(runs, overrides, options.examples)}
         results += [skipped.get(case.metal_type) or compared[case.metal_type] for case in inputs]
     return TryReport(facts.op, facts.functor, facts.location, backend, detail, not_run, prepared.reference_label, "",
                      tuple(results), options.seed, source, tuple(s.label for s in prepared.sets),
@@ -425,7 +426,7 @@ def _coverage_fields(backend: str, measured, options: TryOptions) -> dict:
     return {"coverage": measured.coverage, "coverage_why": measured.why, "strict": options.strict}
 
 
-def _results(runs, overrides: dict) -> list[DtypeResult]:
+def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES) -> list[DtypeResult]:
     """Each type's comparison: skipped without a reference; failed when the kernel's output type is
     not the reference's; the OpInfo's MPS tolerance for the dtype where it has one."""
     results = []
@@ -439,7 +440,7 @@ def _results(runs, overrides: dict) -> list[DtypeResult]:
         if override is not None:
             note = "; ".join(n for n in (note, f"tolerance from {override.location} (the OpInfo's MPS override)") if n)
         result = compare(case, out.values, want.values, out.out_type, note, want.alone,
-                         (override.rtol, override.atol) if override else None, want.wide)
+                         (override.rtol, override.atol) if override else None, want.wide, examples)
         if want.out_type != out.out_type:
             why = f"the kernel returns {out.out_type}, the reference {want.out_type}"
             result = replace(result, status="failed", note="; ".join(n for n in (result.note, why) if n))

@@ -102,7 +102,7 @@ def nearer_note(cases: tuple) -> str:
 
 
 def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = "", alone=None,
-            override: tuple[float, float] | None = None, wide=None) -> DtypeResult:
+            override: tuple[float, float] | None = None, wide=None, examples: int = MAX_EXAMPLES) -> DtypeResult:
     """Kernel outputs `got` against reference values `want` (None: no reference for that case).
     `alone(i)`, when given, is the reference for case i from the CPU's scalar loop (a value, or a
     tuple of them: computed by itself, and within the whole tensor laid out with a stride): a kernel
@@ -166,5 +166,5 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     status = "failed" if bad or len(got) != len(want) else "passed"
     notes = "; ".join(n for n in (inputs.note, note) if n)
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
-                       len(bad), tuple(bad[:MAX_EXAMPLES]), tolerance, status, notes, cpu_overflows=overflowed,
+                       len(bad), tuple(bad[:examples]), tolerance, status, notes, cpu_overflows=overflowed,
                        nearer_float64=tuple(nearer))

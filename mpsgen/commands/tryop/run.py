@@ -16,7 +16,14 @@ from mpsgen.commands.tryop.scalars import pack
 from mpsgen.commands.tryop.values import Inputs, from_float32_bits
 from mpsgen.errors import CheckFailed, MpsgenError
 from mpsgen.read.metalhost.check import diagnostic_context, headers_unreadable
-from mpsgen.read.metalhost.compiler import PRELUDE_LABEL, Compiler, attribute, find_compiler, parse_diagnostics
+from mpsgen.read.metalhost.compiler import (
+    PRELUDE_LABEL,
+    Compiler,
+    attribute,
+    find_compiler,
+    mixed_bfloat_choice,
+    parse_diagnostics,
+)
 from mpsgen.read.metalhost.owners import CodeOwners, diagnostic_owners
 from mpsgen.read.metalhost.rewrite import rewrite_metal
 
@@ -91,6 +98,15 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
         except subprocess.TimeoutExpired:
             raise MpsgenError(f"the host compiler did not finish the try program in {COMPILE_TIMEOUT:g} s",
                               hint="run again on a less loaded machine, or on a Mac with MPS (--backend mps)") from None
+        if built.returncode != 0 and mixed_bfloat_choice(built.stderr):
+            # `c ? bfloat : float`: again with float -> bfloat explicit (compiler.EXPLICIT_BFLOAT)
+            try:
+                again = subprocess.run(compiler.build_command(source, (), binary, explicit_bfloat=True),
+                                       capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                again = None
+            if again is not None and again.returncode == 0:
+                built = again
         if built.returncode != 0:
             raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
         try:

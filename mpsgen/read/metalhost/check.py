@@ -20,6 +20,7 @@ from mpsgen.read.metalhost.compiler import (
     Compiler,
     attribute,
     find_compiler,
+    mixed_bfloat_choice,
     parse_diagnostics,
     prelude_digest,
 )
@@ -78,6 +79,15 @@ def compile_metal_file(checkout_root: Path | str, rel_path: str, *, text: str | 
         except OSError as exc:
             return CompileResult(rel_path, SKIPPED, reason=f"cannot run {compiler.path}: {exc.strerror or exc}",
                                  compiler=compiler.path)
+        if ran.returncode != 0 and mixed_bfloat_choice(ran.stderr):
+            # `c ? bfloat : float`: again with float -> bfloat explicit (compiler.EXPLICIT_BFLOAT)
+            again = compiler.syntax_command(tree.main, include_roots(Path(work)), explicit_bfloat=True)
+            try:
+                other = run_compiler(compiler, again, Path(work))
+            except (subprocess.TimeoutExpired, OSError):
+                other = None
+            if other is not None and other.returncode == 0:
+                ran, command = other, again
     seconds = time.perf_counter() - started
     found = _diagnostics(ran.stderr, rel_path, text)
     diagnostics = list(found)

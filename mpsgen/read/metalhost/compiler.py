@@ -27,19 +27,38 @@ ENV_VAR = "MPSGEN_CXX"
 _COMMON_FLAGS = ("-std=c++17", "-x", "c++", "-w", "-fno-diagnostics-color", "-fdiagnostics-show-option")
 
 
+# Metal converts float to bfloat implicitly and makes `c ? a_bfloat : a_float` float; the prelude's
+# bfloat (a class) cannot have both: with the conversion implicit the host compiler calls such a
+# choice ambiguous. A file refused for that alone is compiled again with the conversion explicit.
+EXPLICIT_BFLOAT = "-DMPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT"
+_MIXED_CHOICE = re.compile(r"operands to [‘'`]\?:[’'] have different types [‘'`](?:const )?(?:bfloat|float)[’'] "
+                           r"and [‘'`](?:const )?(?:bfloat|float)[’']")
+
+
+def mixed_bfloat_choice(stderr: str) -> bool:
+    """Whether the host compiler refused a `c ? bfloat : float` (see EXPLICIT_BFLOAT)."""
+    return any("bfloat" in m.group(0) for m in _MIXED_CHOICE.finditer(stderr))
+
+
 @dataclass(frozen=True)
 class Compiler:
     path: str
     family: str  # "gcc" or "clang"
 
-    def syntax_command(self, source: Path, include_dirs: tuple[Path, ...]) -> list[str]:
+    def syntax_command(self, source: Path, include_dirs: tuple[Path, ...], explicit_bfloat: bool = False) -> list[str]:
+        if explicit_bfloat:  # the precompiled prelude is the implicit one
+            return [self.path, *self.base_flags(include_dirs), EXPLICIT_BFLOAT, *self.prelude_first(), "-fsyntax-only",
+                    str(source)]
         return [self.path, *self.base_flags(include_dirs), *self.prelude_first(precompiled=True), "-fsyntax-only",
                 str(source)]
 
-    def build_command(self, source: Path, include_dirs: tuple[Path, ...], output: Path) -> list[str]:
+    def build_command(self, source: Path, include_dirs: tuple[Path, ...], output: Path,
+                      explicit_bfloat: bool = False) -> list[str]:
         # -O0: the program runs a few thousand functor calls; optimising costs more (0.8 s vs 0.3 s
         # for BinaryKernel.metal) than it saves, and float results are the same (SSE, no contraction).
-        return [self.path, *self.base_flags(include_dirs), "-O0", str(source), "-o", str(output)]
+        # -fwrapv: signed integer overflow wraps in Metal; on the host it is otherwise undefined.
+        return [self.path, *self.base_flags(include_dirs), "-O0", "-fwrapv",
+                *((EXPLICIT_BFLOAT,) if explicit_bfloat else ()), str(source), "-o", str(output)]
 
     def prelude_first(self, precompiled: bool = False) -> list[str]:
         """The prelude read before the source's first line, as the Metal compiler has its types and

@@ -46,14 +46,24 @@ using uint = unsigned int;
 using ulong = unsigned long;
 static_assert(sizeof(long) == 8, "Metal's long is 64 bits: use a 64-bit host (LP64)");
 
+#ifdef MPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT
+#define MPSGEN_BF_FROM_FLOAT explicit
+#else
+#define MPSGEN_BF_FROM_FLOAT
+#endif
 struct bfloat {
   unsigned short bits;  // no initializer: bfloat stays trivial, so it can live in unions
   bfloat() = default;
-  // float -> bfloat is explicit here (Metal has it implicit, as for any arithmetic type): with both
-  // directions implicit, `c ? a_bfloat : a_float` would be ambiguous for a class, where Metal makes it
-  // float. Integers convert implicitly (`T acc = 0;`).
-  constexpr explicit bfloat(float f) : bits(round_bits(f)) {}
-  template <typename A, std::enable_if_t<std::is_floating_point_v<A> || std::is_same_v<A, half>, int> = 0>
+  // float -> bfloat is implicit, as in Metal (`return NAN;`, `return 0.0;` in a function returning a
+  // template's T = bfloat: c10/metal/igamma.h). A class converting both ways cannot make
+  // `c ? a_bfloat : a_float` float as Metal does (the host compiler calls it ambiguous), so a file
+  // the host compiler refuses for that alone is compiled again with MPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT
+  // (`compiler.EXPLICIT_BFLOAT`), where the conversion is explicit and such a choice is float.
+  MPSGEN_BF_FROM_FLOAT constexpr bfloat(float f) : bits(round_bits(f)) {}
+  template <typename A, std::enable_if_t<std::is_floating_point_v<A>, int> = 0>
+  MPSGEN_BF_FROM_FLOAT constexpr bfloat(A a) : bits(round_bits(static_cast<float>(a))) {}
+  // half -> bfloat stays explicit (Metal has no implicit conversion between the two 16-bit types).
+  template <typename A, std::enable_if_t<std::is_same_v<A, half>, int> = 0>
   constexpr explicit bfloat(A a) : bits(round_bits(static_cast<float>(a))) {}
   template <typename A, std::enable_if_t<std::is_integral_v<A>, int> = 0>
   constexpr bfloat(A a) : bits(round_bits(static_cast<float>(a))) {}
@@ -527,15 +537,41 @@ struct numeric_limits<vec<T, N>> {
 // Each function comes as Metal declares it: one overload for float, one for half, and element-wise
 // ones for their vectors. Calls with other argument types resolve (or fail to) as they would in Metal.
 namespace mpsgen_math {
-inline float sinpi(float x) { return __builtin_sinf(M_PI_F * x); }
-inline float cospi(float x) { return __builtin_cosf(M_PI_F * x); }
-inline float tanpi(float x) { return __builtin_tanf(M_PI_F * x); }
+// sinpi/cospi/tanpi reduce x exactly before multiplying by pi (fmod by 2 is exact), as their Metal
+// definitions require: sinpi(n) is a signed zero and cospi(n + 0.5) +0 for every integer n, where
+// sin(M_PI_F * n) would be ~1e-7 * n.
+inline float sinpi(float x) {
+  if (!__builtin_isfinite(x)) return x - x;  // NaN
+  const float r = __builtin_fmodf(x, 2.0f);  // exact, with the sign of x
+  const float a = __builtin_fabsf(r);        // [0, 2)
+  if (a == 0.0f || a == 1.0f) return __builtin_copysignf(0.0f, x);
+  // sin(pi a) = sin(pi (1 - a)) on (0.5, 1], -sin(pi (a - 1)) on (1, 1.5], -sin(pi (2 - a)) on (1.5, 2);
+  // each t is exact (Sterbenz)
+  const float t = a <= 0.5f ? a : a <= 1.0f ? 1.0f - a : a <= 1.5f ? a - 1.0f : 2.0f - a;
+  const float v = static_cast<float>(__builtin_sin(3.14159265358979323846 * static_cast<decltype(0.0)>(t)));
+  const float signed_v = a > 1.0f ? -v : v;
+  return r < 0.0f ? -signed_v : signed_v;
+}
+inline float cospi(float x) {
+  if (!__builtin_isfinite(x)) return x - x;
+  float a = __builtin_fabsf(__builtin_fmodf(x, 2.0f));  // cos is even: [0, 2)
+  if (a > 1.0f) a = 2.0f - a;                            // exact: cos(pi a) = cos(pi (2 - a))
+  if (a == 0.5f) return 0.0f;
+  return static_cast<float>(__builtin_cos(3.14159265358979323846 * static_cast<decltype(0.0)>(a)));
+}
+inline float tanpi(float x) {
+  if (!__builtin_isfinite(x)) return x - x;
+  const float s = sinpi(x), c = cospi(x);
+  return c == 0.0f ? __builtin_copysignf(__builtin_inff(), s) : s / c;
+}
 inline float exp10(float x) { return __builtin_powf(10.0f, x); }
 inline float rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
-inline float fract(float x) { return __builtin_fminf(x - __builtin_floorf(x), 0x1.fffffep-1f); }
+// fract: fmin(x - floor(x), 0x1.fffffep-1f), NaN staying NaN (fmin alone would give 0x1.fffffep-1f).
+inline float fract(float x) { return x != x ? x : __builtin_fminf(x - __builtin_floorf(x), 0x1.fffffep-1f); }
 inline float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == x ? x * 0.0f : 0.0f; }
 inline float saturate(float x) { return __builtin_fminf(__builtin_fmaxf(x, 0.0f), 1.0f); }
-inline float powr(float x, float y) { return __builtin_powf(x, y); }
+// powr is defined for x >= 0 only: a negative x gives NaN (pow gives a value for an integer y).
+inline float powr(float x, float y) { return x < 0.0f ? __builtin_nanf("") : __builtin_powf(x, y); }
 inline float step(float edge, float x) { return x < edge ? 0.0f : 1.0f; }
 inline float fclamp(float x, float lo, float hi) { return __builtin_fminf(__builtin_fmaxf(x, lo), hi); }
 inline float mix(float x, float y, float a) { return x + (y - x) * a; }
