@@ -78,7 +78,8 @@ def test_round_decimals_variants_are_not_the_round_kernels(checkout, request):
 # what scan finds ready on the 2.15 real-size checkout (the wheel's files + the miniature's host and
 # kernel files): the miniature's ops that 2.15 still serves with MPSGraph; threshold_backward through
 # the recorded call of threshold_stub (a wheel has no Activation.cpp: mpsgen/facts/recorded.py)
-READY_2_15 = ("frac", "signbit", "sign", "sgn", "threshold", "_prelu_kernel", "threshold_backward", "hardtanh_backward")
+READY_2_15 = ("smooth_l1_loss", "frac", "signbit", "sign", "sgn", "mse_loss", "threshold", "_prelu_kernel", "threshold_backward",
+              "hardtanh_backward")
 
 
 def test_scan_ready_candidates_of_2_15(real_checkout):
