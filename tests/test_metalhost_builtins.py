@@ -234,6 +234,32 @@ def test_a_file_choosing_between_bfloat_and_float_compiles_with_the_conversion_e
     assert "-DMPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT" in done.command
 
 
+# the same choice through a typedef, as a derived body writes it (`using scalar_t = T;`): g++ names the
+# operand `‘scalar_t’ {aka ‘bfloat’}` (logit's graph body on the miniature)
+_CHOICE_TYPEDEF = """#include <metal_stdlib>
+using namespace metal;
+template <typename T> T clipped(T x, float lo) { using scalar_t = T; const scalar_t v = x; return T(v < lo ? lo : v); }
+template bfloat clipped(bfloat, float);
+"""
+
+
+@needs_compiler
+def test_a_choice_through_a_typedef_of_bfloat_compiles_with_the_conversion_explicit(tmp_path):
+    done = _check(tmp_path, _CHOICE_TYPEDEF)
+    assert done.status == "passed", done.diagnostics
+    assert "-DMPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT" in done.command
+
+
+def test_the_refusal_is_recognised_whatever_g_plus_plus_calls_the_bfloat_type():
+    from mpsgen.read.metalhost.compiler import mixed_bfloat_choice
+
+    typedef = "k.metal:7:9: error: operands to ‘?:’ have different types ‘scalar_t’ {aka ‘bfloat’} and ‘const float’"
+    assert mixed_bfloat_choice(typedef)
+    assert mixed_bfloat_choice("error: operands to ‘?:’ have different types ‘bfloat’ and ‘const float’")
+    assert not mixed_bfloat_choice(typedef.replace("bfloat", "half"))
+    assert not mixed_bfloat_choice("error: operands to ‘?:’ have different types ‘float’ and ‘int’")
+
+
 @needs_compiler
 def test_a_file_converting_float_to_bfloat_implicitly_compiles_as_it_is(tmp_path):
     done = _check(tmp_path, _FROM_FLOAT)

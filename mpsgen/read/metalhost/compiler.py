@@ -31,8 +31,9 @@ _COMMON_FLAGS = ("-std=c++17", "-x", "c++", "-w", "-fno-diagnostics-color", "-fd
 # bfloat (a class) cannot have both: with the conversion implicit the host compiler calls such a
 # choice ambiguous. A file refused for that alone is compiled again with the conversion explicit.
 EXPLICIT_BFLOAT = "-DMPSGEN_BFLOAT_EXPLICIT_FROM_FLOAT"
-_MIXED_CHOICE = re.compile(r"operands to [‘'`]\?:[’'] have different types [‘'`](?:const )?(?:bfloat|float)[’'] "
-                           r"and [‘'`](?:const )?(?:bfloat|float)[’']")
+# each type as g++ names it: `‘bfloat’`, `‘const float’`, or a typedef `‘scalar_t’ {aka ‘bfloat’}`
+_CHOICE_TYPE = r"[‘'`](?:const )?(?:(?:bfloat|float)[’']|[^’']*[’'] \{aka [‘'`](?:const )?(?:bfloat|float)[’']\})"
+_MIXED_CHOICE = re.compile(rf"operands to [‘'`]\?:[’'] have different types {_CHOICE_TYPE} and {_CHOICE_TYPE}")
 
 
 def mixed_bfloat_choice(stderr: str) -> bool:
