@@ -316,7 +316,8 @@ def _derived_candidate(views, op: str, what: str, graph: str) -> Candidate:
         return Candidate("expr", f"{what}, but migrate refuses it: {refusal}: pass --expr{graph}")
     turned_down = body_turned_down(views.checkout, op, views, _templates(views))
     if turned_down:  # migrate runs a derived body through try before writing it: so does "ready"
-        return Candidate("expr", f"{what}, but {turned_down}: pass --expr{graph}")
+        why = turned_down.split(" not written: ", 1)[-1]  # the note names the body `what` names already
+        return Candidate("expr", f"{what}, but migrate would not write it: {why}: pass --expr{graph}")
     return Candidate("ready", f"{what}{graph}")
 
 
