@@ -122,6 +122,24 @@ def test_a_value_nearer_the_float64_op_than_cpus_is_a_match_named_in_the_note_an
     assert (without.status, without.mismatches) == ("failed", 4)
 
 
+def test_a_kernels_infinity_that_is_the_float64_value_is_a_match_where_cpu_gives_nan_and_a_wrong_one_is_not():
+    # smooth_l1_loss in half, beta 1e6: CPU holds beta in half (inf), so |d| - beta / 2 at |d| = inf is
+    # inf - inf, NaN; the kernel holds beta at float and gives inf, the op's value in float64
+    inf, nan = math.inf, math.nan
+    inputs = Inputs("half", ((0.0, 0.0, 0.0, 1.0), (inf, -inf, inf, 2.0)))
+    want = (nan, nan, nan, 0.5)
+    wide = {0: inf, 1: inf, 2: inf, 3: 0.5}.get
+    # case 0, 1: the float64 value; case 2: -inf, a flipped sign (not the float64 value); case 3 agrees
+    result = compare(inputs, (inf, inf, -inf, 0.5), want, "half", wide=wide)
+    assert [(m.inputs, m.got) for m in result.examples] == [((0.0, inf), -inf)]
+    assert [case[0] for case in result.nearer_float64] == [(0.0, inf), (0.0, -inf)]
+    right = compare(inputs, (inf, inf, inf, 0.5), want, "half", wide=wide)
+    assert (right.status, right.mismatches, len(right.nearer_float64)) == ("passed", 0, 3)
+    nan_where_finite = compare(inputs, (inf, inf, inf, nan), want, "half", wide=wide)  # the op's value is 0.5
+    assert nan_where_finite.mismatches == 1 and nan_where_finite.examples[0].inputs == (1.0, 2.0)
+    assert compare(inputs, (inf, inf, inf, 0.5), want, "half").mismatches == 3  # no float64 reference: no rule
+
+
 def test_a_value_of_either_of_the_cpus_scalar_loop_answers_is_a_match_and_a_value_of_neither_is_not():
     inputs = Inputs("float", ((1.0, 2.0, 3.0),))
     want = (-1.0, 2.0, -3.0)  # the vectorised loop's
