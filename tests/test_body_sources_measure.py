@@ -35,7 +35,9 @@ PASSING = {
     "mish_backward": {"cpu"},  # std::log1p through the local helper: this c10/metal has no log1p
     # params ops: the scalars the lambda captures read as the params struct's fields
     # (graph: the graph names them as the schema does, as the fields are named)
-    "softplus": {"cpu", "graph"}, "softplus_backward": {"cpu", "graph"}, "threshold": {"cpu"},
+    # softplus's cpu body calls the local log1p helper, whose isinf(1 + t) branch no scalar set try draws
+    # reaches (threshold < 88 returns x first): written, but not checked since issue 46
+    "softplus": {"graph"}, "softplus_backward": {"cpu", "graph"}, "threshold": {"cpu"},
     "hardtanh_backward": {"cpu"}, "nan_to_num": {"cpu"},
 }
 CASES = [(op, source) for op in CATALOG for source in SOURCES]
