@@ -138,6 +138,10 @@ def test_a_kernels_infinity_that_is_the_float64_value_is_a_match_where_cpu_gives
     nan_where_finite = compare(inputs, (inf, inf, inf, nan), want, "half", wide=wide)  # the op's value is 0.5
     assert nan_where_finite.mismatches == 1 and nan_where_finite.examples[0].inputs == (1.0, 2.0)
     assert compare(inputs, (inf, inf, inf, 0.5), want, "half").mismatches == 3  # no float64 reference: no rule
+    # a finite CPU value is never passed over: nextafter(inf, -0.0) in half is 65504 on CPU; metal::nextafter
+    # steps float's ulp and gives inf, which is also float64's value rounded to half
+    step = compare(Inputs("half", ((inf,), (-0.0,))), (inf,), (65504.0,), "half", wide=lambda i: inf)
+    assert (step.status, step.mismatches, step.nearer_float64) == ("failed", 1, ())
 
 
 def test_a_value_of_either_of_the_cpus_scalar_loop_answers_is_a_match_and_a_value_of_neither_is_not():
