@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpsgen.commands.tryop.api import TryOptions, try_op
-from mpsgen.commands.tryop.compare import nearer_note
+from mpsgen.commands.tryop.compare import edge_note, nearer_note
 from mpsgen.commands.tryop.references import REFERENCES
 from mpsgen.edit.clangformat import added_line_ranges
 from mpsgen.commands.tryop.coverage import untaken_lines
@@ -171,6 +171,9 @@ def _verdict(checkout: Checkout, edits: dict[str, str], op: str, describe: str, 
     nearer = [case for r in report.results for case in r.nearer_float64]
     if nearer:  # try's rule: the body computes at opmath where CPU rounds an intermediate to the input type
         extra += "; " + nearer_note(tuple(nearer))
+    edge = [case for r in report.results for case in r.edge_overflows]
+    if edge:  # try's rule: an intermediate at the top of the type's range, beyond upstream's samples
+        extra += "; " + edge_note(tuple(edge))
     return _kept("passed", "", f"{op}: checked: {matched} values match {against}{extra}")
 
 

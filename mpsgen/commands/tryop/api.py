@@ -537,7 +537,7 @@ def report_to_json(report: TryReport) -> dict:
                 "max_abs": number(r.max_abs), "max_rel": number(r.max_rel), "mismatches": r.mismatches,
                 "tolerance": None if r.tolerance is None else {"rtol": r.tolerance[0], "atol": r.tolerance[1]},
                 "status": r.status, "note": r.note, "cpu_overflows": r.cpu_overflows,
-                "nearer_float64": len(r.nearer_float64),
+                "nearer_float64": len(r.nearer_float64), "edge_overflows": len(r.edge_overflows),
                 "nearer_float64_cases": [{"inputs": [number(v) for v in inputs], "got": number(got), "cpu": number(want),
                                           "float64": number(wide)} for inputs, got, want, wide in r.nearer_float64[:10]],
                 "examples": [{"inputs": [number(v) for v in m.inputs], "got": number(m.got), "want": number(m.want)}

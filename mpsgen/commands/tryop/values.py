@@ -86,6 +86,8 @@ _EXTREMES = {
     "half": (5.960464477539063e-08, 3.0e-6, 6.103515625e-05, 65504.0, 3.0e4),
     "bfloat": (9.183549615799121e-41, 1.0e-39, 1.1754943508222875e-38, 3.3895313892515355e38, 1.0e30),
 }
+# the largest finite value of each float type
+LARGEST = {t: extremes[3] for t, extremes in _EXTREMES.items()}
 _COMMON_FLOATS = (0.0, -0.0, 1.0, -1.0, INF, -INF, NAN, 0.5, -2.5, 3.0, 1.0e-3, -100.0)
 
 
@@ -237,16 +239,15 @@ def keep(inputs: Inputs, indices: list[int], why: str) -> Inputs:
 SAMPLED_RANGE = (-9.0, 9.0)
 
 
-def within_sampled_range(inputs: Inputs, operands: tuple[int, ...], low: float = SAMPLED_RANGE[0],
+def within_sampled_range(inputs: Inputs, bounded: tuple[int, ...], low: float = SAMPLED_RANGE[0],
                          high: float = SAMPLED_RANGE[1]) -> Inputs:
-    """`inputs` restricted to the cases whose `operands` (a loop's count: laguerre's n) are finite and
-    within [low, high], as upstream's test samples them: the loop runs as many times as the value, so
-    try's extremes (3.4e38, or n = 1e15 with x where the recurrence stays finite) never finish."""
-    if not operands or kind(inputs.metal_type) == "complex":
+    """For a functor looping as many times as the operands `bounded` hold (laguerre's n), `inputs`
+    restricted to the cases upstream's test samples: every operand finite and within [low, high]. The
+    loop would run as long as try's extremes (3.4e38; n = 1e15 where the recurrence stays finite), and
+    CPU's own kernel is undefined on others (laguerre at x = NaN returns its uninitialised result)."""
+    if not bounded or kind(inputs.metal_type) == "complex":
         return inputs
-    kept = [i for i in range(inputs.count)
-            if all(math.isfinite(inputs.columns[k][i]) and low <= inputs.columns[k][i] <= high
-                   for k in operands if k < len(inputs.columns))]
-    names = ", ".join(f"operand {k + 1}" for k in operands)
-    return keep(inputs, kept, f"{names} beyond [{low:g}, {high:g}], the range upstream's test samples "
-                f"(make_tensor's default): the functor loops as many times as its value")
+    kept = [i for i in range(inputs.count) if all(math.isfinite(v) and low <= v <= high for v in inputs.case(i))]
+    names = ", ".join(f"operand {k + 1}" for k in bounded)
+    return keep(inputs, kept, f"beyond [{low:g}, {high:g}], the range upstream's test samples (make_tensor's "
+                f"default): the functor loops as many times as {names} holds")
