@@ -149,7 +149,18 @@ def scalar_reference(overload, label: str, scalars: dict) -> Reference:
     """torch's CPU op with the scalar arguments `scalars` (by name); the tensors are passed by name
     too, so that an op whose tensors and scalars interleave (elu_backward) takes them."""
     names = tuple(a.name for a in overload._schema.arguments if not a.is_out and schema_type(a) == "Tensor")
-    return Reference(label, lambda inputs, _out: _run_torch(overload, inputs, scalars, names))
+    numbers = {a.name for a in overload._schema.arguments if schema_type(a) in ("Scalar", "Scalar?")}
+
+    def compute(inputs: Inputs, _out):
+        chosen = scalars
+        if kind(inputs.metal_type) in ("int", "uint", "bool"):
+            # a whole Scalar as an int for integer tensors, as their sample inputs pass it (alpha=2):
+            # torch refuses a floating alpha there
+            chosen = {k: int(v) if k in numbers and isinstance(v, float) and v.is_integer() else v
+                      for k, v in scalars.items()}
+        return _run_torch(overload, inputs, chosen, names)
+
+    return Reference(label, compute)
 
 
 def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tuple[str, ...] = ()) -> Expected:
