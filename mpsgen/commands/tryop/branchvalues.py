@@ -506,32 +506,37 @@ def loop_bounded_operands(source: str, functor: str) -> tuple[int, ...]:
     bounded: dict[str, set[int]] = {}
 
     def own(params: list[str], body: str) -> set[int]:
-        sources = _sources(body, params)
         # the loop's limit is a parameter itself (laguerre's `int64_t n`), not a local computed from one
         # (gamma's `n = floor(x)`, reached only below 12 behind a branch)
-        out = _counted_loops(body, {name: {k} for k, name in enumerate(params) if name})
-        for call in _CALLED.finditer(body):
-            positions = bounded.get(call.group(1))
-            if not positions:
-                continue
-            close = match_brace(body, body.find("(", call.start()))
+        out = _counted_loops(body, {name: {k} for k, name in enumerate(params) if name}) if "for" in body else set()
+        calls = [c for c in _CALLED.finditer(body) if bounded.get(c.group(1))]
+        sources = _sources(body, params) if calls else {}
+        for call in calls:
+            paren = body.find("(", call.start())
+            close = match_brace(body, paren)
             if close < 0:
                 continue
-            args = _split_args(body[body.find("(", call.start()) + 1 : close])
-            for p in positions:
+            args = _split_args(body[paren + 1 : close])
+            for p in bounded[call.group(1)]:
                 if p < len(args):
                     for name in _IDENTIFIER.findall(args[p]):
                         out |= sources.get(name, set())
         return out
 
-    changed = True
-    while changed:
-        changed = False
-        for name, overloads in functions.items():
+    # each function with a counted loop, then (until nothing changes) those calling one of them
+    todo = dict(functions)
+    while todo:
+        changed = set()
+        for name, overloads in todo.items():
             found = set().union(*(own(params, body) for params, body in overloads))
             if not found <= bounded.get(name, set()):
                 bounded[name] = bounded.get(name, set()) | found
-                changed = True
+                changed.add(name)
+        if not changed:
+            break
+        callers = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(changed))) + r")\s*(?:<[^<>;{}()]*>\s*)?\(")
+        todo = {name: overloads for name, overloads in functions.items()
+                if any(callers.search(body) for _, body in overloads)}
     struct = re.search(rf"\bstruct\s+{re.escape(functor)}_functor\b[^;{{]*\{{", masked)
     if struct is None:
         return ()
