@@ -31,6 +31,13 @@ FAMILY_FILES = {
     **REDUCTION_FAMILY,
 }
 
+# Headers whose stubs serve kernels of several shapes: the family by the kernel's operand count.
+# Pow.h: 2.13 registers pow_tensor_scalar_stub (unary, with the exponent as alpha) in UnaryKernel.mm,
+# 2.15 pow_tensor_tensor_stub (binary) in BinaryKernel.mm (pytorch#195585)
+FAMILY_BY_ARITY = {
+    "Pow.h": {1: FAMILY_FILES["UnaryOps.h"], 2: FAMILY_FILES["BinaryOps.h"]},
+}
+
 SUPPORTED_SIGNATURES = (
     "void(*)(TensorIteratorBase&), void(*)(TensorIterator&), "
     "either with one `const Scalar&`, or with several Scalar / bool / std::optional<double> parameters"
@@ -275,6 +282,9 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                       host_file, composite=composite, notes=(f"{op} has no kernel of its own: {composite.describe()}",))
     stub = facts.stub
     notes = (f"stub {stub.name}: {facts.stub_how}",) + reduction_notes(views, facts)
+    if facts.others:
+        notes += (f"the migration is {stub.name}'s overloads ({', '.join(e.name for e in facts.entries)}); "
+                  f"{op}'s other kernels stay as they are ({', '.join(sorted(facts.others))})",)
     if per_device is not None:
         notes += per_device_notes(op, per_device)
     reduction = stub.header in REDUCTION_FAMILY
@@ -296,7 +306,7 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                           "inputs: one kernel cannot serve both", location=per_device.bodies[0].location,
                           hint="port them by hand")
         arity = built.pop()
-    kernel_file, host_file = _family_files(views, stub, options)
+    kernel_file, host_file = _family_files(views, stub, options, arity)
     call = shared_call(views, facts.shared or tuple(cpu for cpu, _ in per_device.sites), stub)
     if is_params_stub(stub, checkout_enums(views.ws)):
         params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file, call)
@@ -686,8 +696,8 @@ def params_spec(views: Views, op: str, stub: Stub, carrier: YamlEntry, functor: 
     return resolve_params(op, stub, carrier, functor, kernel_file, arity, call, checkout_enums(views.ws))
 
 
-def _family_files(views: Views, stub: Stub, options: Options) -> tuple[str, str]:
-    default = FAMILY_FILES.get(stub.header)
+def _family_files(views: Views, stub: Stub, options: Options, arity: int) -> tuple[str, str]:
+    default = FAMILY_FILES.get(stub.header) or FAMILY_BY_ARITY.get(stub.header, {}).get(arity)
     kernel = options.kernel_file or (default[0] if default else None)
     host = options.host_file or (default[1] if default else None)
     if kernel is None or host is None:
