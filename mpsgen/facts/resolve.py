@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.compiled import CompiledAs, alpha_functor, compiled_as
+from mpsgen.facts.launcher import ternary_alpha_launcher
 from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
                                     load_takes_parameter)
 from mpsgen.facts.perdevice import PerDevice, per_device_of, per_device_sites
@@ -680,11 +681,15 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
         except MpsgenError as exc:
             return exc
     if arity == 3 and stub.scalar_count == 1 and not params_stub and not views.ternary_takes_alpha:
-        return MpsgenError(
-            f"{op} is ternary with a Scalar ({stub.signature}), but exec_ternary_kernel in this checkout takes no scalar",
-            location=stub.type_location or stub.location,
-            hint=ternary_params_hint(views.ws),
-        )
+        # mpsgen adds exec_ternary_kernel(iter, name, alpha) where the checkout's pieces allow it
+        launcher = ternary_alpha_launcher(views.ws)
+        if isinstance(launcher, str):
+            return MpsgenError(
+                f"{op} is ternary with a Scalar ({stub.signature}), but exec_ternary_kernel in this checkout takes "
+                f"no scalar, and mpsgen cannot add one that does: {launcher}",
+                location=stub.type_location or stub.location,
+                hint=ternary_params_hint(views.ws),
+            )
     return None
 
 
