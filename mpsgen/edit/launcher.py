@@ -80,7 +80,7 @@ def plan_alpha_launcher(read, templates: Templates, launcher: TernaryAlphaLaunch
             continue
         text = read(rel)
         added = templates.render(template, indent=launcher.indent, profiler_stream=launcher.profiler_stream,
-                                 dispatch3d="mtl_dispatch3DJob" in read(UTILS))
+                                 dispatch3d=launcher.dispatch3d)
         if kind == "definition":
             added = "\n" + added  # a blank line between it and the plain one
         newline = newline_of(text)

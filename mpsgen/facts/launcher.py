@@ -175,6 +175,7 @@ class TernaryAlphaLauncher:
     profiler_stream: bool
     kernels: Location | None
     add_kernels: TernaryAlphaKernels | None = None
+    dispatch3d: bool = False  # OperationUtils.h has mtl_dispatch3DJob (2.15), else the 2D grid the kernels read alike
 
     @property
     def missing(self) -> bool:
@@ -218,10 +219,17 @@ def ternary_alpha_launcher(ws: Texts) -> TernaryAlphaLauncher | str:
         kernels = add.location
     if isinstance(kernels, str):
         return kernels
-    return TernaryAlphaLauncher(declared[0].end(), declared[0].group(1), definition_end, stream, kernels, add)
+    dispatch3d = ws.exists(UTILS) and "mtl_dispatch3DJob" in ws.read(UTILS)
+    return TernaryAlphaLauncher(declared[0].end(), declared[0].group(1), definition_end, stream, kernels, add, dispatch3d)
 
 
 def alpha_added_register_macros(ws: Texts) -> frozenset[str]:
-    """The registration macros the Scalar-taking ternary launcher's step adds with the kernels."""
+    """The registration macros the Scalar-taking ternary launcher's step adds with the kernels, or
+    an earlier op of the same run added (in the workspace, not yet on disk)."""
     launcher = ternary_alpha_launcher(ws)
-    return ADDED_MACROS if isinstance(launcher, TernaryAlphaLauncher) and launcher.add_kernels is not None else frozenset()
+    if isinstance(launcher, TernaryAlphaLauncher) and launcher.add_kernels is not None:
+        return ADDED_MACROS
+    if not ws.exists(KERNELS_HEADER):
+        return frozenset()
+    defined = set(re.findall(r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+)\(", ws.read(KERNELS_HEADER), re.M))
+    return ADDED_MACROS & frozenset(defined)
