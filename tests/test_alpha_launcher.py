@@ -82,9 +82,10 @@ def test_refused_without_the_file_defining_the_launchers(tmp_path):
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
     assert (f"addcmul is ternary with a Scalar (void(*)(TensorIteratorBase&, const Scalar&)), but exec_ternary_kernel in "
-            f"this checkout takes no scalar, and mpsgen cannot add one that does: {DEFINITIONS} is missing (where "
-            "MetalShaderLibrary::exec_ternary_kernel is defined, beside which mpsgen adds the one taking a Scalar)"
-            ) in result.stderr
+            f"this checkout takes no scalar (mpsgen cannot add one that does: {DEFINITIONS} is missing (where "
+            "MetalShaderLibrary::exec_ternary_kernel is defined, beside which mpsgen adds the one taking a Scalar); "
+            "this checkout's MetalShaderLibrary has no exec_ternary_kernel_with_params either: write the kernel by "
+            "hand)") in result.stderr
     assert every_file(root) == before
 
 

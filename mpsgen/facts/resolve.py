@@ -686,9 +686,9 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
         if isinstance(launcher, str):
             return MpsgenError(
                 f"{op} is ternary with a Scalar ({stub.signature}), but exec_ternary_kernel in this checkout takes "
-                f"no scalar, and mpsgen cannot add one that does: {launcher}",
+                "no scalar",
                 location=stub.type_location or stub.location,
-                hint=ternary_params_hint(views.ws),
+                hint=f"mpsgen cannot add one that does: {launcher}; {ternary_params_hint(views.ws)}",
             )
     return None
 
