@@ -93,3 +93,20 @@ def test_several_unregistered_stubs_are_still_a_refusal(tmp_path):
             "(aten/src/ATen/native/Pow.cpp:19, in pow_Tensor_Tensor_out), pow_tensor_scalar_stub "
             "(aten/src/ATen/native/Pow.cpp:23, in pow_Tensor_Scalar_out)") in result.stderr
     assert every_file(root) == before
+
+
+def _pow_candidate(root: Path):
+    import json
+
+    result = run_cli(["-C", str(root), "scan", "--json"])
+    assert result.exit_code == 0, result.stderr
+    record = next(r for r in json.loads(result.stdout)["ops"] if r["op"] == "pow")
+    return record["candidate"]
+
+
+def test_scan_offers_pow_until_its_stub_is_migrated(tmp_path):
+    # pow.Scalar_out keeps its MPS line after the migration: scan judges the stub's overloads, as migrate does
+    root = overlay(tmp_path)
+    assert _pow_candidate(root)["tier"] == "ready"
+    assert run_cli(["-C", str(root), "migrate", "pow"]).exit_code == 0
+    assert _pow_candidate(root) is None

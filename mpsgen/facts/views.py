@@ -1004,6 +1004,14 @@ def _launches(views: Views, registration: Registration) -> str | None:
     return host.kernel if host is not None else None
 
 
+def picked_entries(views: Views, entries: tuple[YamlEntry, ...], stub) -> tuple[YamlEntry, ...] | None:
+    """The entries of a stub `resolve_stub` picked among several the op's CPU functions call
+    (`unserved_stub`: `stub_entries`), or None when they call one stub or none."""
+    if stub is None or len({name for f in shared_functions(views, cpu_functions(entries)) for name, _ in f.stubs}) < 2:
+        return None
+    return stub_entries(views, entries, stub.name)
+
+
 def stub_entries(views: Views, entries: tuple[YamlEntry, ...], stub: str) -> tuple[YamlEntry, ...]:
     """The entries a stub picked among several serves (`unserved_stub`): those whose CPU function
     calls it, and those delegating to them (pow.Tensor_Tensor_out, pow.Tensor_Tensor, pow_.Tensor;
@@ -1041,11 +1049,10 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
     shared = shared_sites(entries)
     found, problem, looked, how = resolve_stub(views, op, shared, stub, entries=entries)
     functor = functor_name_of_stub(found.name) if found is not None else op
-    if found is not None and not stub and len({name for f in shared_functions(views, cpu_functions(entries))
-                                                for name, _ in f.stubs}) > 1:
+    picked = picked_entries(views, entries, found) if not stub else None
+    if picked is not None:
         # one stub of several (`unserved_stub`): the migration is its overloads', and its functor
         # is named after the op, as 2.15 names pow's (`pow_dense_float_float`)
-        picked = stub_entries(views, entries, found.name)
         others = frozenset(line.kernel for e in entries if e not in picked for line in e.dispatch)
         entries = picked
         shared = shared_sites(entries)
