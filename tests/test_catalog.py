@@ -28,7 +28,7 @@ from mpsgen.read.kernelfile import NamespacePrefixes
 from mpsgen.read.metalhost.compiler import PRELUDE_DIR
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.functor import shared_helpers
-from mpsgen.commands.tryop.references import REFERENCES, ref_acosh, ref_asinh, ref_atanh, ref_fmod, ref_frac, ref_hardswish, ref_heaviside, ref_hypot, ref_logaddexp, ref_logical_not, ref_mish, ref_mish_backward, ref_ndtri, ref_nextafter, ref_sgn, ref_sigmoid_backward, ref_sign, ref_tanh_backward, ref_xlogy
+from mpsgen.commands.tryop.references import REFERENCES, ref_acosh, ref_asinh, ref_atanh, ref_fmod, ref_frac, ref_hardswish, ref_heaviside, ref_hypot, ref_logaddexp, ref_logical_not, ref_mish, ref_mish_backward, ref_ndtri, ref_nextafter, ref_sgn, ref_sigmoid_backward, ref_pow, ref_sign, ref_tanh_backward, ref_xlogy
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"  # the test driver, harness.h
 FIXTURE_CHECKOUT = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
@@ -192,6 +192,16 @@ OPS: dict[str, OpCase] = {
         ref_mish_backward, [(1.0, 0.0), (1.0, 1.0), (2.0, -1.0), (0.5, 5.0), (1.0, -10.0), (-1.0, 30.0), (1.0, 1e-3)]
     ),
     "hardswish": OpCase(ref_hardswish, [(-4.0,), (-3.0,), (-1.5,), (0.0,), (1.0,), (3.0,), (5.0,), (NAN,)]),
+    # through tests/metal_shim/c10_required.h's pow (the body requires c10::metal::pow); integer
+    # rows stay in range of every integer type (the shim's loop has no negative-exponent case)
+    "pow": OpCase(
+        ref_pow,
+        [(2.0, 3.0), (9.0, 0.5), (-2.0, 3.0), (-2.0, 0.5), (2.0, -2.0), (0.0, 0.0), (INF, 2.0), (NAN, 0.0),
+         (1.0, NAN), (1.5, 10.0)],
+        [(2, 3), (5, 0), (0, 4), (7, 1), (1, 5), (3, 2), (2, 6)],
+        complex=[(1 + 1j, 2 + 0j), (4 + 0j, 0.5 + 0j), (-1 + 0j, 0.5 + 0j), (3 - 2j, -1 + 0.5j), (0j, 2 + 0j),
+                 (0j, -1 + 0j), (0.5 + 0.25j, 1.5 - 1j)],
+    ),
 }
 
 
@@ -323,7 +333,10 @@ def test_template_uses_the_given_name(op):
 @pytest.mark.parametrize("op", sorted(CATALOG))
 def test_short_spelling_names_nothing_by_namespace_and_qualified_spelling_everything(op):
     short, qualified = render(op, "short"), render(op, "qualified")
-    assert "metal::" not in _mask_comments(short)
+    # a c10::metal function the body requires is called qualified in both: under a file's
+    # using-directives Metal's own overloads would be chosen (pow: float2 element by element)
+    required = "|".join(CATALOG[op].requires) or "(?!)"
+    assert "metal::" not in re.sub(rf"\bc10::metal::(?:{required})\(", "(", _mask_comments(short))
     assert re.findall(r"(?<![:\w])(enable_if_t|precise::|is_\w+_v)\b", _mask_comments(qualified)) == []
     assert short != qualified
 
@@ -379,7 +392,7 @@ def _cpp_array(name: str, values) -> str:
 
 
 def build_program(spelling: str = "qualified") -> str:
-    lines = ['#include "harness.h"', ""]
+    lines = ['#include "harness.h"', '#include "c10_required.h"', ""]
     if spelling == "short":
         lines.append(USING_LINES)
     for op in sorted(CATALOG):

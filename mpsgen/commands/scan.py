@@ -81,6 +81,7 @@ from mpsgen.facts.views import (
     DispatchSite,
     Views,
     functor_name_of_stub,
+    picked_entries,
     groups_joined,
     groups_of_pairs,
     is_legacy_line,
@@ -229,6 +230,10 @@ def _op_record(views, op, entries, catalog, definitions, metal_groups, xfail_by_
     sites = shared or (tuple(cpu for cpu, _ in per_device_sites(entries)) if legacy else ())
     stub, stub_problem = (resolve_stub(views, op, shared, entries=() if shared else entries)[:2]) if sites else (None, "")
     functor = functor_name_of_stub(stub.name) if stub else None
+    picked = picked_entries(views, entries, stub) if shared else None
+    if picked is not None:  # one stub of several (pow): migrate's overloads and functor name (facts.views.read_op)
+        legacy = tuple(DispatchSite(e, line) for e in picked for line in e.dispatch if is_legacy_line(line))
+        functor = op
     groups = metal_groups.get(functor or op, ())
 
     candidate = None

@@ -25,7 +25,7 @@ from mpsgen.edit.functor import (Body, derived_helpers, fallback_notes, find_bod
                                  validate_flag)
 from mpsgen.edit.host import function_suffix, plan_host
 from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
-from mpsgen.edit.launcher import plan_launcher
+from mpsgen.edit.launcher import plan_alpha_launcher, plan_launcher
 from mpsgen.edit.legacy import plan_legacy
 from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
 from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
@@ -36,7 +36,8 @@ from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launch
                                     plan_orders, sibling_line,
                                     reduction_host_of,
                                     reduction_kernels_of, registration_macro)
-from mpsgen.facts.launcher import ternary_params_launcher
+from mpsgen.facts.launcher import (TernaryAlphaLauncher, alpha_added_register_macros, ternary_alpha_launcher,
+                                   ternary_params_launcher)
 from mpsgen.facts.params import exec_with_params_available
 from mpsgen.facts.perdevice import mps_function_state
 from mpsgen.facts.resolve import OpSpec, Options, resolve_op
@@ -112,6 +113,8 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     helpers = shared_helpers(templates, choice.text, kernel_text, namespaces=namespaces, c10_functions=c10_functions)
     choice = replace(choice, text=helpers + derived_helpers(body, kernel_text) + choice.text)
     macros = kernel.file.own_macros | views.c10_register_macros()
+    if spec.arity == 3 and spec.alpha:
+        macros |= alpha_added_register_macros(views.ws)  # added with the Scalar-taking launcher (kernel step)
     registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file,
                                       output=body.output)
     warning = (Note("todo", uncalled, spec.facts.entries[0].location),) if uncalled else ()
@@ -239,6 +242,12 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
         yield plan_reduction_kernel(text, spec.kernel_file, kernel.reduction,
                                     reduction_kernels_of(c.views, spec.kernel_file))
         return
+    if kernel.params is None and spec.arity == 3 and spec.alpha:
+        # exec_ternary_kernel taking the op's Scalar (and the c10 kernels it binds), where the
+        # checkout's takes none (`generation_problem` checked they can be added): planned first
+        launcher = ternary_alpha_launcher(c.views.ws)
+        if isinstance(launcher, TernaryAlphaLauncher) and launcher.missing:
+            yield from plan_alpha_launcher(c.read, c.templates, launcher)
     if kernel.params is not None:
         if kernel.params.arity == 3 and not exec_with_params_available(c.views.ws, 3):
             # the library's ternary params launcher (and the c10 kernels it binds, where those are

@@ -106,6 +106,12 @@ class CatalogSource:
     name = "catalog"
 
     def offer(self, request: BodyRequest) -> BodyOffer | NoBody:
+        entry = lookup(request.functor) or lookup(request.op)
+        lacking = [name for name in (entry.requires if entry is not None else ()) if name not in request.c10_functions]
+        if lacking:
+            return NoBody(self.name, f"the catalog's {entry.op} body calls "
+                                     f"{', '.join(f'c10::metal::{name}' for name in lacking)}, which this checkout's "
+                                     "c10/metal headers do not define")
         return catalog_offer(request.op, request.functor, request.alpha)
 
 

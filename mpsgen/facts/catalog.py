@@ -64,7 +64,8 @@ _FIELDS = {"arity": int, "dtypes": list, "supports": list, "template": str, "not
 # else it keeps a local helper (mpsgen.read.c10lib).
 # An op whose output dtype is bool whatever the input (logical, comparison, isnan-like ops) says
 # `output = "bool"`: every group registers its input types with a bool output.
-_OPTIONAL_FIELDS = {"params": list, "defaults": dict, "served_by_shared_code": list, "c10": list, "output": str}
+_OPTIONAL_FIELDS = {"params": list, "defaults": dict, "served_by_shared_code": list, "c10": list, "output": str,
+                    "requires": list}
 OUTPUTS = ("bool",)
 
 
@@ -81,6 +82,7 @@ class CatalogEntry:
     served_by_shared_code: tuple[str, ...] = ()  # dtype groups the shared host function serves itself
     c10: tuple[str, ...] = ()  # c10::metal functions the body calls where the checkout declares them
     output: str = ""  # "bool": the op writes bool for every input; "": as the group says
+    requires: tuple[str, ...] = ()  # c10::metal functions the body calls with no local stand-in: none, no body
 
     @property
     def template_name(self) -> str:
@@ -179,8 +181,11 @@ def _entry(op: str, table: object, path: Path, text: str, template_dir: Path) ->
     if output and "int2float" in supports:
         raise MpsgenError(f"catalog entry {op!r}: an op with a {output} output has no int2float group", location=where,
                           hint="name its integer inputs `integer`")
+    requires = tuple(table.get("requires", ()))
+    if not all(isinstance(name, str) and name.isidentifier() for name in requires):
+        raise MpsgenError(f"catalog entry {op!r}: requires must be c10::metal function names", location=where)
     return CatalogEntry(op, table["arity"], dtypes, supports, table["template"], table["note"], params, defaults, served,
-                        c10, output)
+                        c10, output, requires)
 
 
 def _groups(op: str, key: str, names: list, where: Location) -> tuple[str, ...]:

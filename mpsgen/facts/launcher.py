@@ -149,3 +149,87 @@ def added_register_macros(ws: Texts) -> frozenset[str]:
     (`TernaryLauncher.add_kernels`): a params kernel planned before that step may name them."""
     launcher = ternary_params_launcher(ws)
     return ADDED_MACROS if isinstance(launcher, TernaryLauncher) and launcher.add_kernels is not None else frozenset()
+
+
+# ------------------------------------------------------------------ the ternary launcher with a Scalar
+
+TERNARY = "exec_ternary_kernel"
+DEFINITIONS = f"{MPS_DIR}/OperationUtils.mm"
+_DECLARED = re.compile(rf"^([ \t]*)void\s+{TERNARY}\s*\(([^;]*)\)\s*;[^\n]*\n", re.M)
+_DEFINED = re.compile(rf"\bvoid\s+MetalShaderLibrary::{TERNARY}\s*\(([^)]*)\)\s*\{{")
+
+
+@dataclass(frozen=True)
+class TernaryAlphaLauncher:
+    """What a ternary op whose stub passes one Scalar (addcmul's value, mse_backward's norm) needs of
+    a library whose `exec_ternary_kernel` takes none (2.13), and where each missing piece goes: the
+    declaration of `exec_ternary_kernel(iter, name, alpha, scalar_arg_type)` just past the plain
+    one's (MetalShaderLibrary.h; None: declared), its definition just past the plain one's
+    (OperationUtils.mm; None: defined), whether that file's profiler calls pass the stream, and the
+    c10/metal alpha kernels it binds (`add_kernels` where they are added first). Complete (nothing to
+    add) where the declared launcher takes a Scalar already (2.15's optional alpha)."""
+
+    declaration_end: int | None
+    indent: str
+    definition_end: int | None
+    profiler_stream: bool
+    kernels: Location | None
+    add_kernels: TernaryAlphaKernels | None = None
+    dispatch3d: bool = False  # OperationUtils.h has mtl_dispatch3DJob (2.15), else the 2D grid the kernels read alike
+
+    @property
+    def missing(self) -> bool:
+        return self.declaration_end is not None or self.definition_end is not None or self.add_kernels is not None
+
+
+def ternary_alpha_launcher(ws: Texts) -> TernaryAlphaLauncher | str:
+    """The pieces of the Scalar-taking ternary launcher the checkout lacks and where they go, or
+    why mpsgen cannot add them (the missing file or anchor)."""
+    if not ws.exists(LIBRARY):
+        return f"{LIBRARY} is missing"
+    library = mask_code(ws.read(LIBRARY))
+    declared = list(_DECLARED.finditer(library))
+    if any("Scalar" in d.group(2) for d in declared):
+        return TernaryAlphaLauncher(None, "", None, False, None)  # 2.15: exec_ternary_kernel(iter, name, alpha, ...)
+    if not declared:
+        return f"{LIBRARY} declares no {TERNARY} (the launcher a Scalar-taking one is added beside)"
+    if not ws.exists(DEFINITIONS):
+        return (f"{DEFINITIONS} is missing (where MetalShaderLibrary::{TERNARY} is defined, beside which mpsgen "
+                f"adds the one taking a Scalar)")
+    text = ws.read(DEFINITIONS)
+    masked = mask_code(text)
+    defined = list(_DEFINED.finditer(masked))
+    plain = [d for d in defined if "Scalar" not in d.group(1)]
+    if not plain:
+        return f"{DEFINITIONS} defines no MetalShaderLibrary::{TERNARY} (the launcher a Scalar-taking one follows)"
+    definition_end = None
+    stream = False
+    if not any("Scalar" in d.group(1) for d in defined):
+        close = match_brace(masked, plain[0].end() - 1)
+        body = masked[plain[0].end():close]
+        stream = bool(re.search(r"endProfileKernel\s*\([^;]*,\s*mpsStream\s*\)", body))
+        end = masked.find("\n", close)
+        definition_end = len(text) if end < 0 else end + 1
+    kernels = _kernel_templates(ws)
+    add = None
+    if kernels is None:
+        add = addable_kernels(ws)
+        if isinstance(add, str):
+            return add
+        kernels = add.location
+    if isinstance(kernels, str):
+        return kernels
+    dispatch3d = ws.exists(UTILS) and "mtl_dispatch3DJob" in ws.read(UTILS)
+    return TernaryAlphaLauncher(declared[0].end(), declared[0].group(1), definition_end, stream, kernels, add, dispatch3d)
+
+
+def alpha_added_register_macros(ws: Texts) -> frozenset[str]:
+    """The registration macros the Scalar-taking ternary launcher's step adds with the kernels, or
+    an earlier op of the same run added (in the workspace, not yet on disk)."""
+    launcher = ternary_alpha_launcher(ws)
+    if isinstance(launcher, TernaryAlphaLauncher) and launcher.add_kernels is not None:
+        return ADDED_MACROS
+    if not ws.exists(KERNELS_HEADER):
+        return frozenset()
+    defined = set(re.findall(r"^[ \t]*#[ \t]*define[ \t]+(REGISTER_\w+)\(", ws.read(KERNELS_HEADER), re.M))
+    return ADDED_MACROS & frozenset(defined)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.compiled import CompiledAs, alpha_functor, compiled_as
+from mpsgen.facts.launcher import ternary_alpha_launcher
 from mpsgen.facts.reduction import (REDUCTION_FAMILY, ReductionBody, catalog_body, flags_body, load_mode_problem,
                                     load_takes_parameter)
 from mpsgen.facts.perdevice import PerDevice, per_device_of, per_device_sites
@@ -29,6 +30,13 @@ FAMILY_FILES = {
     "Activation.h": ("ActivationKernel.metal", "ActivationKernel.mm"),
     "PointwiseOps.h": ("PointwiseOps.metal", "PointwiseOps.mm"),
     **REDUCTION_FAMILY,
+}
+
+# Headers whose stubs serve kernels of several shapes: the family by the kernel's operand count.
+# Pow.h: 2.13 registers pow_tensor_scalar_stub (unary, with the exponent as alpha) in UnaryKernel.mm,
+# 2.15 pow_tensor_tensor_stub (binary) in BinaryKernel.mm (pytorch#195585)
+FAMILY_BY_ARITY = {
+    "Pow.h": {1: FAMILY_FILES["UnaryOps.h"], 2: FAMILY_FILES["BinaryOps.h"]},
 }
 
 SUPPORTED_SIGNATURES = (
@@ -275,6 +283,9 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                       host_file, composite=composite, notes=(f"{op} has no kernel of its own: {composite.describe()}",))
     stub = facts.stub
     notes = (f"stub {stub.name}: {facts.stub_how}",) + reduction_notes(views, facts)
+    if facts.others:
+        notes += (f"the migration is {stub.name}'s overloads ({', '.join(e.name for e in facts.entries)}); "
+                  f"{op}'s other kernels stay as they are ({', '.join(sorted(facts.others))})",)
     if per_device is not None:
         notes += per_device_notes(op, per_device)
     reduction = stub.header in REDUCTION_FAMILY
@@ -296,7 +307,7 @@ def resolve_op(views: Views, op: str, options: Options, mode: str) -> OpSpec:
                           "inputs: one kernel cannot serve both", location=per_device.bodies[0].location,
                           hint="port them by hand")
         arity = built.pop()
-    kernel_file, host_file = _family_files(views, stub, options)
+    kernel_file, host_file = _family_files(views, stub, options, arity)
     call = shared_call(views, facts.shared or tuple(cpu for cpu, _ in per_device.sites), stub)
     if is_params_stub(stub, checkout_enums(views.ws)):
         params = params_spec(views, op, stub, carrier, facts.functor, arity, kernel_file, call)
@@ -670,11 +681,15 @@ def generation_problem(views: Views, op: str, shared: tuple[DispatchSite, ...], 
         except MpsgenError as exc:
             return exc
     if arity == 3 and stub.scalar_count == 1 and not params_stub and not views.ternary_takes_alpha:
-        return MpsgenError(
-            f"{op} is ternary with a Scalar ({stub.signature}), but exec_ternary_kernel in this checkout takes no scalar",
-            location=stub.type_location or stub.location,
-            hint=ternary_params_hint(views.ws),
-        )
+        # mpsgen adds exec_ternary_kernel(iter, name, alpha) where the checkout's pieces allow it
+        launcher = ternary_alpha_launcher(views.ws)
+        if isinstance(launcher, str):
+            return MpsgenError(
+                f"{op} is ternary with a Scalar ({stub.signature}), but exec_ternary_kernel in this checkout takes "
+                "no scalar",
+                location=stub.type_location or stub.location,
+                hint=f"mpsgen cannot add one that does: {launcher}; {ternary_params_hint(views.ws)}",
+            )
     return None
 
 
@@ -686,8 +701,8 @@ def params_spec(views: Views, op: str, stub: Stub, carrier: YamlEntry, functor: 
     return resolve_params(op, stub, carrier, functor, kernel_file, arity, call, checkout_enums(views.ws))
 
 
-def _family_files(views: Views, stub: Stub, options: Options) -> tuple[str, str]:
-    default = FAMILY_FILES.get(stub.header)
+def _family_files(views: Views, stub: Stub, options: Options, arity: int) -> tuple[str, str]:
+    default = FAMILY_FILES.get(stub.header) or FAMILY_BY_ARITY.get(stub.header, {}).get(arity)
     kernel = options.kernel_file or (default[0] if default else None)
     host = options.host_file or (default[1] if default else None)
     if kernel is None or host is None:

@@ -706,6 +706,9 @@ class OpFacts:
     # what the CPU implementation gives for integer inputs (mpsgen.read.cpuread), read when first asked
     cpu_reader: Callable[[], CpuOutput] | None = field(default=None, compare=False, repr=False)
     stub_how: str = ""  # how the stub was found, with its path:line ("" when not found)
+    # the kernels of the op's entries another stub or function serves (`stub_entries` left them
+    # out: pow.Scalar_out's pow_Scalar_out_mps): what they use stays, their includes too
+    others: frozenset[str] = frozenset()
 
     @property
     def cpu_output(self) -> CpuOutput:
@@ -739,7 +742,7 @@ class OpFacts:
 
     @property
     def header_symbols(self) -> frozenset[str]:
-        return frozenset(line.kernel for entry in self.entries for line in entry.dispatch)
+        return frozenset(line.kernel for entry in self.entries for line in entry.dispatch) | self.others
 
     @property
     def refs(self) -> tuple:
@@ -923,6 +926,9 @@ def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], overri
     called = [(f, name, where) for f in functions for name, where in f.stubs]
     if called:
         names = list(dict.fromkeys(name for _, name, _ in called))
+        picked = unserved_stub(views, op, called)
+        if picked is not None:
+            return picked
         if len(names) > 1:
             calls = ", ".join(f"{name} ({where}, in {f.name})" for f, name, where in called)
             return (None, f"the CPU functions of {op} call several dispatch stubs: {calls}; "
@@ -972,6 +978,49 @@ def resolve_stub(views: Views, op: str, shared: tuple[DispatchSite, ...], overri
     return None, why, tuple(candidates), ""
 
 
+def unserved_stub(views: Views, op: str, called) -> tuple | None:
+    """When the op's CPU functions call several stubs and every one but one is already registered
+    for MPS (pow: pow_tensor_scalar_stub has its REGISTER_DISPATCH, pow_tensor_tensor_stub none),
+    `resolve_stub`'s answer for the one left, saying where the others serve MPS; once that one is
+    registered too, the one whose MPS host function launches the functor named after the op (what
+    the migration wrote: `pow`), so a second run and `verify` see the same op; else None."""
+    names = list(dict.fromkeys(name for _, name, _ in called))
+    if len(names) < 2 or any(f.recorded is not None for f, _, _ in called):
+        return None
+    registered = {name: views.registrations(name) for name in names}
+    left = [name for name in names if not registered[name]]
+    if not left:
+        left = [name for name in names if len(registered[name]) == 1 and _launches(views, registered[name][0]) == op]
+    if len(left) != 1:
+        return None
+    f, name, where = next(c for c in called if c[1] == left[0])
+    served = "; ".join(f"{other} ({at}, in {g.name}) already serves MPS (REGISTER_DISPATCH at "
+                       f"{registered[other][0].location})" for g, other, at in called if other != name)
+    return views.stub(name), "", tuple(names), f"called by {f.name} at {where}; {served}"
+
+
+def _launches(views: Views, registration: Registration) -> str | None:
+    host = views.host(registration.location.path).function(registration)
+    return host.kernel if host is not None else None
+
+
+def picked_entries(views: Views, entries: tuple[YamlEntry, ...], stub) -> tuple[YamlEntry, ...] | None:
+    """The entries of a stub `resolve_stub` picked among several the op's CPU functions call
+    (`unserved_stub`: `stub_entries`), or None when they call one stub or none."""
+    if stub is None or len({name for f in shared_functions(views, cpu_functions(entries)) for name, _ in f.stubs}) < 2:
+        return None
+    return stub_entries(views, entries, stub.name)
+
+
+def stub_entries(views: Views, entries: tuple[YamlEntry, ...], stub: str) -> tuple[YamlEntry, ...]:
+    """The entries a stub picked among several serves (`unserved_stub`): those whose CPU function
+    calls it, and those delegating to them (pow.Tensor_Tensor_out, pow.Tensor_Tensor, pow_.Tensor;
+    not pow.Scalar_out, whose CPU function calls no stub and whose MPS function stays)."""
+    calling = {e.name for e in entries
+               if any(name == stub for f in shared_functions(views, cpu_functions((e,))) for name, _ in f.stubs)}
+    return tuple(e for e in entries if e.name in calling or (e.structured_delegate or "") in calling)
+
+
 def part_named_stubs(views: Views, op: str, carrier: YamlEntry) -> str:
     """What to say of the stubs named like the start of an op whose stub was not found and whose
     shared function was not read (a wheel ships no .cpp): `threshold_stub` for threshold_backward,
@@ -998,11 +1047,21 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
         raise unknown_op(nf, op)
     entries = filter_overloads(entries, overloads)
     shared = shared_sites(entries)
-    legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
     found, problem, looked, how = resolve_stub(views, op, shared, stub, entries=entries)
+    functor = functor_name_of_stub(found.name) if found is not None else op
+    picked = picked_entries(views, entries, found) if not stub else None
+    if picked is not None:
+        # one stub of several (`unserved_stub`): the migration is its overloads', and its functor
+        # is named after the op, as 2.15 names pow's (`pow_dense_float_float`)
+        others = frozenset(line.kernel for e in entries if e not in picked for line in e.dispatch)
+        entries = picked
+        shared = shared_sites(entries)
+        functor = op
+    else:
+        others = frozenset()
+    legacy = tuple(DispatchSite(e, line) for e in entries for line in e.dispatch if is_legacy_line(line))
     registrations: tuple[Registration, ...] = ()
     host = None
-    functor = functor_name_of_stub(found.name) if found is not None else op
     if found is not None:
         registrations = tuple(views.registrations(found.name))
         if len(registrations) == 1:
@@ -1047,6 +1106,7 @@ def read_op(views: Views, op: str, *, stub: str | None = None, overloads: tuple[
         unreadable=tuple(unreadable),
         opinfos=reaching_stub(views.opinfos(op), entries, found),
         cpu_reader=lambda: cpu_output(views, op, entries),
+        others=others,
     )
 
 

@@ -179,6 +179,30 @@ def ref_nextafter(a, b, kind):
 
 
 # op -> reference for every catalog body. `KIND_ARGUMENT` lists those that also take the type name.
+def ref_pow(a, b):
+    """pow as CPU computes it: complex exp(b log a) (a zero base 0 where Re(b) > 0, else NaN);
+    integers exactly, a negative exponent 0 but for bases 1 and -1 (Pow.h's powi); floats as C's
+    pow (a negative base with a non-integer exponent NaN, a zero base with a negative one inf)."""
+    if isinstance(a, complex) or isinstance(b, complex):
+        a, b = complex(a), complex(b)
+        if a == 0:
+            return 0j if b.real > 0 else complex(NAN, NAN)
+        return cmath.exp(b * cmath.log(a))
+    if isinstance(a, int) and isinstance(b, int):
+        if b < 0:
+            return 1 if a == 1 else ((-1 if b % 2 else 1) if a == -1 else 0)
+        return int(a) ** int(b)
+    odd = math.isfinite(b) and float(b).is_integer() and int(b) % 2 == 1
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return -INF if a < 0 and odd else INF
+    except ValueError:
+        if a == 0:
+            return math.copysign(INF, a) if odd else INF
+        return NAN
+
+
 REFERENCES = {
     "atan2": math.atan2,
     "hypot": ref_hypot,
@@ -201,5 +225,6 @@ REFERENCES = {
     "mish": ref_mish,
     "mish_backward": ref_mish_backward,
     "hardswish": ref_hardswish,
+    "pow": ref_pow,
 }
 KIND_ARGUMENT = frozenset({"nextafter"})

@@ -1,0 +1,114 @@
+"""A ternary op whose stub passes one Scalar (addcmul's value) on a library whose
+`exec_ternary_kernel(iter, name)` takes none (2.13; issue 42): migrate adds what is missing of
+`exec_ternary_kernel(iter, name, alpha, scalar_arg_type)`, the call 2.15's host code writes: the
+c10/metal alpha kernels, the declaration after the plain one in MetalShaderLibrary.h, the
+definition after the plain one in OperationUtils.mm (following the file's profiler calls); each
+only where missing, so a second op of the same run or a later run adds nothing; refused naming the
+missing file where the checkout has no OperationUtils.mm.
+
+tests/data/alphalauncher is our own text (see its README), overlaid on a copy of the miniature."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from mpsgen.read.metalhost.compiler import find_compiler
+from support import assert_golden, changed_files, copy_checkout, diff_paths, every_file, needs, run_cli, snapshot
+
+DATA = Path(__file__).resolve().parent / "data" / "alphalauncher"
+DEFINITIONS = "aten/src/ATen/native/mps/OperationUtils.mm"
+LIBRARY = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
+ARGS = ["migrate", "addcmul", "--expr", "a + alpha * b * c", "--dtypes", "float,integer"]
+
+needs_compiler = needs(None if find_compiler()[0] is not None else "no C++ compiler (g++/clang++) on PATH")
+
+
+def overlay(tmp_path: Path) -> Path:
+    root = copy_checkout(tmp_path)
+    shutil.copy(DATA / DEFINITIONS, root / DEFINITIONS)
+    return root
+
+
+def test_the_missing_pieces_are_added_after_the_plain_launcher(tmp_path):
+    root = overlay(tmp_path)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), *ARGS, "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    assert_golden(result.stdout, "launcher/addcmul_alpha_213.diff")
+    assert snapshot(root) == before
+    summary = " ".join(result.stderr.split())
+    assert (f"note: {LIBRARY}:54: this checkout's MetalShaderLibrary::exec_ternary_kernel takes no Scalar: the one "
+            "taking the Scalar a ternary op carries (exec_ternary_kernel(iter, name, alpha), as 2.15 calls it) "
+            "declaration added after the plain one's") in summary
+    assert f"{DEFINITIONS}:" in summary and "definition added after the plain one's" in summary
+
+
+@needs_compiler
+def test_applied_second_run_changes_nothing_and_verify_passes(tmp_path):
+    root = overlay(tmp_path)
+    diff = run_cli(["-C", str(root), *ARGS, "--dry-run"]).stdout
+    before = snapshot(root)
+    assert run_cli(["-C", str(root), *ARGS]).exit_code == 0
+    after = snapshot(root)
+    assert changed_files(before, after) == diff_paths(diff)
+    again = run_cli(["-C", str(root), *ARGS, "--dry-run"])
+    assert again.exit_code == 0 and again.stdout == "", again.stderr
+    verify = run_cli(["-C", str(root), "verify", "addcmul", "--static-only"])
+    assert verify.exit_code == 0, verify.stdout + verify.stderr
+    assert snapshot(root) == after
+    # the next op finds the launcher there: its change adds none of it
+    addcdiv = run_cli(["-C", str(root), "migrate", "addcdiv", "--expr", "a + alpha * b / c", "--dtypes", "float",
+                       "--dry-run"])
+    assert addcdiv.exit_code == 0, addcdiv.stderr
+    assert diff_paths(addcdiv.stdout) == {"aten/src/ATen/native/native_functions.yaml",
+                                          "aten/src/ATen/native/mps/kernels/PointwiseOps.metal",
+                                          "aten/src/ATen/native/mps/operations/PointwiseOps.mm"}
+
+
+def test_two_ops_in_one_run_add_the_launcher_once(tmp_path):
+    root = overlay(tmp_path)
+    result = run_cli(["-C", str(root), "migrate", "addcmul", "addcdiv", "--dry-run"])  # placeholder bodies
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count("+void MetalShaderLibrary::exec_ternary_kernel(TensorIteratorBase& iter,") == 1
+    assert result.stdout.count("+  void exec_ternary_kernel(") == 1
+    assert result.stdout.count("+kernel void ternary_alpha_dense(") == 1
+
+
+def test_refused_without_the_file_defining_the_launchers(tmp_path):
+    root = copy_checkout(tmp_path)  # the miniature has no OperationUtils.mm
+    before = every_file(root)
+    result = run_cli(["-C", str(root), *ARGS])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert (f"addcmul is ternary with a Scalar (void(*)(TensorIteratorBase&, const Scalar&)), but exec_ternary_kernel in "
+            f"this checkout takes no scalar (mpsgen cannot add one that does: {DEFINITIONS} is missing (where "
+            "MetalShaderLibrary::exec_ternary_kernel is defined, beside which mpsgen adds the one taking a Scalar); "
+            "this checkout's MetalShaderLibrary has no exec_ternary_kernel_with_params either: write the kernel by "
+            "hand)") in result.stderr
+    assert every_file(root) == before
+
+
+def test_nothing_is_added_where_the_declared_launcher_takes_a_scalar(tmp_path):
+    # 2.15's shape: exec_ternary_kernel declared with an optional alpha, the alpha kernels in
+    # c10/metal (tests/data/launcher215's own text)
+    root = overlay(tmp_path)
+    path = root / LIBRARY
+    text = path.read_text(encoding="utf-8")
+    plain = "  void exec_ternary_kernel(TensorIteratorBase& iter, const std::string& name);\n"
+    assert text.count(plain) == 1
+    path.write_text(text.replace(plain, "  void exec_ternary_kernel(TensorIteratorBase& iter, const std::string& name, "
+                                        "const std::optional<c10::Scalar> alpha = std::nullopt);\n"), encoding="utf-8")
+    indexing = root / "c10/metal/indexing.h"
+    text = indexing.read_text(encoding="utf-8")
+    end = "} // namespace metal\n} // namespace c10\n"
+    part = Path(__file__).resolve().parent / "data" / "launcher215" / "ternary_alpha.part"
+    indexing.write_text(text[: -len(end)] + part.read_text(encoding="utf-8") + end, encoding="utf-8")
+    result = run_cli(["-C", str(root), *ARGS, "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    assert diff_paths(result.stdout) == {"aten/src/ATen/native/native_functions.yaml",
+                                         "aten/src/ATen/native/mps/kernels/PointwiseOps.metal",
+                                         "aten/src/ATen/native/mps/operations/PointwiseOps.mm",
+                                         "torch/testing/_internal/common_methods_invocations.py",
+                                         "torch/testing/_internal/common_mps.py"}
+    assert "launcher" not in result.stderr
