@@ -73,3 +73,12 @@ def accepting_command(checkout: Checkout, op: str):
         refusals[mode] = refusal
     pointing_elsewhere = "`mpsgen migrate" in (refusals["new-op"].hint or "")
     return None, refusals["migrate"] if pointing_elsewhere else refusals["new-op"]
+
+
+def kernel_hint(checkout: Checkout, op: str) -> str:
+    """What `try` says of an op with no native Metal kernel: the command that would give it one
+    (`accepting_command`), else why neither would (try takes this as its `suggest`)."""
+    command, refusal = accepting_command(checkout, op)
+    if command:
+        return f"give it one with `{command}`"
+    return f"mpsgen cannot give it one as it stands: {refusal.message}" + (f"; {refusal.hint}" if refusal.hint else "")
