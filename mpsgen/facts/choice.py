@@ -58,7 +58,7 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
 
 @dataclass(frozen=True)
 class ReductionChoice:
-    """What the kernel and host steps write for a reduction, decided once (`pipeline.choose_kernel`)."""
+    """What the kernel and host steps write for a reduction, decided once (`mpsgen.facts.plan.choose_kernel`)."""
 
     body: ReductionBody
     struct_text: str

@@ -112,7 +112,7 @@ def check_macros(spec: ParamsSpec, macros: frozenset[str], path: str) -> None:
 
 
 def find_params_body(*, op: str, name: str, params: ParamsSpec, expr: str | None, dtypes: tuple[str, ...] | None):
-    """The functor body (`mpsgen.edit.functor.Body`): a catalog body reading these params, --expr over the
+    """The functor body (`mpsgen.facts.functor.Body`): a catalog body reading these params, --expr over the
     operands and the params' names, or a placeholder."""
 
     field_names = tuple(f.name for f in params.fields)
@@ -176,7 +176,7 @@ def registration_macro(templates, params: ParamsSpec, name: str) -> str:
 
 
 def choose_params_kernel(views, templates, spec, options):
-    """What a params op's kernel step writes (`mpsgen.edit.kernel.KernelChoice`): body, groups by the
+    """What a params op's kernel step writes (`mpsgen.facts.choice.KernelChoice`): body, groups by the
     shared rules (with the exact coverage of params registrations), registration macro."""
 
     params = spec.params
