@@ -247,7 +247,8 @@ def counted_try(tmp_path, monkeypatch):
     from mpsgen.commands import bodycheck
 
     runs = []
-    passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0, nearer_float64=())]
+    passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0, nearer_float64=(),
+                              edge_overflows=())]
     monkeypatch.setattr(bodycheck, "torch_importable", lambda: True)
     monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")
     monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: runs.append(1) or SimpleNamespace(results=passed, untaken=False))

@@ -186,7 +186,7 @@ def test_try_logit_with_eps_as_cpu_clamps_matches_and_integers_give_float(tmp_pa
     result = _cli(root, "try", "logit", "--backend", "host", "--json")
     report = json.loads(result.stdout)
     assert result.exit_code == (0 if all(r["status"] != "failed" for r in report["dtypes"]) else 1)
-    assert report["scalar_sets"] == LOGIT_SETS
+    assert report["scalar_sets"] == LOGIT_SETS + ["eps=0"]  # the body's `eps < 0`: a set on its boundary
     by_set = _by_set(report)
     for label, dtypes in by_set.items():
         assert all(_passed_or_closer_than_cpu(r) for r in dtypes.values()), (label, dtypes)
@@ -373,7 +373,7 @@ def test_json_shape_of_a_scalar_run(tmp_path):
                                      "reference_note", "seed", "exit_code", "scalar_sets", "dtypes", "coverage", "source"])
     first = report["dtypes"][0]
     assert sorted(first) == sorted(["scalars", "metal_type", "dtype", "out_type", "cases", "max_abs", "max_rel",
-                                    "mismatches", "tolerance", "status", "note", "cpu_overflows", "nearer_float64",
+                                    "mismatches", "tolerance", "status", "note", "cpu_overflows", "nearer_float64", "edge_overflows",
                                     "nearer_float64_cases", "examples"])
     assert first["scalars"] == "threshold=0.5, value=-2" and first["dtype"] == "float32"
     assert len(report["dtypes"]) == len(THRESHOLD_SETS) * 8

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from mpsgen.commands.tryop.api import TryOptions, try_op
-from mpsgen.commands.tryop.compare import nearer_note
+from mpsgen.commands.tryop.compare import edge_note, nearer_note
 from mpsgen.commands.tryop.references import REFERENCES
 from mpsgen.edit.clangformat import added_line_ranges
 from mpsgen.commands.tryop.coverage import untaken_lines
@@ -40,7 +40,7 @@ from mpsgen.read.checkout import NATIVE_FUNCTIONS, Checkout, PlannedCheckout
 from mpsgen.read.nfyaml import NativeFunctions
 
 # what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
-CHECK_VERSION = "bodycheck-10"  # 10: ... only where CPU is not finite either; 9: an inf or NaN that is the float64 value; 8: branch coverage; 7: a compile error named as such; 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
+CHECK_VERSION = "bodycheck-12"  # 12: a loop-counted op sampled in the test's range, complex isclose and nearer float64, edge overflows noted, alpha-boundary sets; 10: ... only where CPU is not finite either; 9: an inf or NaN that is the float64 value; 8: branch coverage; 7: a compile error named as such; 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
 COMPILE_VERSION = "bodycompile-3"
 # the headers a planned kernel includes, besides the files the plan edits
 HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
@@ -199,6 +199,9 @@ def _verdict(checkout: Checkout, edits: dict[str, str], op: str, describe: str, 
     nearer = [case for r in report.results for case in r.nearer_float64]
     if nearer:  # try's rule: the body computes at opmath where CPU rounds an intermediate to the input type
         extra += "; " + nearer_note(tuple(nearer))
+    edge = [case for r in report.results for case in r.edge_overflows]
+    if edge:  # try's rule: an intermediate at the top of the type's range, beyond upstream's samples
+        extra += "; " + edge_note(tuple(edge))
     return _kept("passed", "", f"{op}: checked: {matched} values match {against}{extra}")
 
 

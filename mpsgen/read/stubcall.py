@@ -184,11 +184,13 @@ _TOKEN = re.compile(r"\s*(?:(?P<num>\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?
 
 
 def evaluate(expr: str, env: dict, numel: int | None = None, enums: dict[str, int] | None = None,
-             functions: dict | None = None):
+             functions: dict | None = None, optionals: frozenset = frozenset()):
     """The value of a C++ expression over the function's parameters (`env`: name -> value, None
     for an unset optional): numbers, `?:`, comparisons, arithmetic, `p.value()`, `p.has_value()`,
     `t.numel()` (`numel`), `Scalar(...)`, `static_cast<...>(...)`, enumerators (`enums`:
-    `Reduction::Mean` -> 1) and one-argument helpers (`functions`). Raises NotEvaluable."""
+    `Reduction::Mean` -> 1) and one-argument helpers (`functions`). A parameter of `optionals`
+    (`std::optional<double> eps`) tested alone (`eps ? eps.value() : -1.0`) is true when set, 0.0
+    included. Raises NotEvaluable."""
     text = re.sub(r"\bstatic_cast\s*<[^<>]*>", "", expr)
     tokens = []
     pos = 0
@@ -200,7 +202,9 @@ def evaluate(expr: str, env: dict, numel: int | None = None, enums: dict[str, in
             break
         tokens.append(m)
         pos = m.end()
-    return _Parser(tokens, env, numel, enums or {}, functions or {}, expr).run()
+    parser = _Parser(tokens, env, numel, enums or {}, functions or {}, expr)
+    parser.optionals = optionals
+    return parser.run()
 
 
 class _Parser:
@@ -227,8 +231,13 @@ class _Parser:
             raise NotEvaluable(self.expr)
         return value
 
+    optionals: frozenset = frozenset()
+
     def ternary(self):
+        start = self.i
         cond = self.binary(0)
+        if self.i == start + 1 and self.t[start].group("name") in self.optionals:
+            cond = self.env.get(self.t[start].group("name")) is not None  # an optional's bool: has_value()
         if self.peek() == "?":
             self.take("?")
             a = self._branch()

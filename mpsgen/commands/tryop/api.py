@@ -7,7 +7,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from mpsgen.commands.tryop.branchvalues import boundary_inputs, branch_values, domain_values, functor_spans, opinfo_domain
+from mpsgen.commands.tryop.branchvalues import (
+    boundary_inputs,
+    branch_values,
+    domain_values,
+    functor_spans,
+    loop_bounded_operands,
+    opinfo_domain,
+    scalar_boundaries,
+)
 from mpsgen.commands.tryop.compare import MAX_EXAMPLES, DtypeResult, compare
 from mpsgen.commands.tryop.coverage import Coverage, Target, coverage_to_json
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts, functor_facts, native_reduction
@@ -33,10 +41,11 @@ from mpsgen.commands.tryop.scalars import (
     scalar_sets,
     schema_scalars,
     stub_values,
+    with_boundaries,
 )
 from mpsgen.commands.tryop.source import host_program, kernel_arity, shader_source
 from mpsgen.commands.tryop.tolerances import opinfo_tolerances
-from mpsgen.commands.tryop.values import Inputs, keep, make_inputs, traps
+from mpsgen.commands.tryop.values import Inputs, keep, make_inputs, traps, within_sampled_range
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.params import checkout_enums
 from mpsgen.facts.views import Views
@@ -196,8 +205,12 @@ def prepare(checkout: Checkout, op: str, reference: str = "auto", need_reference
                           "with the shared function's .cpp in the checkout it evaluates the call")
     enums = enum_helpers(checkout, facts.call)
     strings = {name: tuple(enums[helper]) for name, helper in _string_args(facts.call).items() if helper in enums}
-    return Prepared(facts, source, operands, kernel_scalars, carried, scalar_sets(op, args, facts.call, strings, carried),
-                    overload, label, enums)
+    sets = scalar_sets(op, args, facts.call, strings, carried)
+    if not kernel_scalars.struct:  # the functor's comparisons of its alpha: a set at each boundary
+        text = checkout.read(facts.location.path) if checkout.exists(facts.location.path) else ""
+        spans = functor_spans(text, facts.location.line) if text else ()
+        sets = with_boundaries(sets, carried, scalar_boundaries(text, spans, kernel_arity(facts)))
+    return Prepared(facts, source, operands, kernel_scalars, carried, sets, overload, label, enums)
 
 
 def enum_helpers(checkout: Checkout, call) -> dict[str, dict[str, int]]:
@@ -268,6 +281,8 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions(),
     backend, not_run = choose_backend(options.backend)
     special = _branch_values(checkout, prepared)
     inputs = [make_inputs(t, facts.arity, options.seed, options.samples, special.get(t, ())) for t in facts.input_types]
+    bounded = loop_bounded_operands(source, facts.functor)  # a loop as long as an operand's value
+    inputs = [within_sampled_range(i, bounded) for i in inputs]
     if prepared.scalars is not None:
         return _try_scalars(checkout, prepared, inputs, backend, not_run, options)
     reference, fallback, reference_note = choose_reference(op, facts.arity, options.reference)
@@ -534,7 +549,7 @@ def report_to_json(report: TryReport) -> dict:
                 "max_abs": number(r.max_abs), "max_rel": number(r.max_rel), "mismatches": r.mismatches,
                 "tolerance": None if r.tolerance is None else {"rtol": r.tolerance[0], "atol": r.tolerance[1]},
                 "status": r.status, "note": r.note, "cpu_overflows": r.cpu_overflows,
-                "nearer_float64": len(r.nearer_float64),
+                "nearer_float64": len(r.nearer_float64), "edge_overflows": len(r.edge_overflows),
                 "nearer_float64_cases": [{"inputs": [number(v) for v in inputs], "got": number(got), "cpu": number(want),
                                           "float64": number(wide)} for inputs, got, want, wide in r.nearer_float64[:10]],
                 "examples": [{"inputs": [number(v) for v in m.inputs], "got": number(m.got), "want": number(m.want)}

@@ -32,7 +32,7 @@ _TOKEN = re.compile(r"\s*(" + _NUMBER.pattern + r"|[A-Za-z_][\w:]*(?:\s*\.\s*\w+
 _LOCAL = re.compile(r"\b(?:constexpr\s+|const\s+)+(?:static\s+)?[\w:]+\s+(\w+)\s*=\s*([^;{}]+);")
 _COMPARISON = re.compile(r"\s(<=|>=|==|!=|<|>)\s")
 _CLAMPS = re.compile(r"\b(?:\w+::)*(?:precise::)?(min|max|fmin|fmax|clamp)\s*\(")
-_CASTS = {"float", "half", "bfloat", "T", "double", "int", "long", "static_cast", "opmath_t", "U", "R"}
+_CASTS = {"float", "half", "bfloat", "T", "double", "int", "long", "static_cast", "opmath_t", "U", "R", "scalar_t"}
 _STOP = {";", ",", "&&", "||", "?", ":", "{", "}", "=", "return", "if", "(", ")", "!"}
 
 
@@ -239,6 +239,19 @@ def _side(masked: str, at: int, step: int) -> str:
 def boundary_inputs(text: str, first: int, last: int, operands: tuple[str, ...] = ()) -> list[float]:
     """The operand values on each comparison's boundary in lines first..last of `text` (the
     functor's), in order of appearance, duplicates dropped."""
+    out, seen = [], set()
+    for _, v in boundary_pairs(text, first, last, operands):
+        if repr(v) not in seen:
+            seen.add(repr(v))
+            out.append(v)
+    return out
+
+
+def boundary_pairs(text: str, first: int, last: int, operands: tuple[str, ...] = ()) -> list[tuple[str, float]]:
+    """(the name, its value) on each comparison's boundary in lines first..last of `text`: the name is
+    the functor's parameter the compared side is a linear function of (through locals: logit_backward's
+    `eps < scalar_t(0)` gives ("eps_", 0.0) where `const float eps = static_cast<float>(eps_);`), or ""
+    for a constant compared with what try cannot invert."""
     masked = mask_code(text)
     lines = masked.split("\n")
     body = "\n".join(lines[first - 1 : last])
@@ -248,16 +261,16 @@ def boundary_inputs(text: str, first: int, last: int, operands: tuple[str, ...] 
         value = _evaluate(m.group(2), env, names)
         if value is not None:
             env[m.group(1)] = value
-    found: list[float] = []
+    found: list[tuple[str, float]] = []
 
     def boundary(left, right):
         for a, b in ((left, right), (right, left)):
             if a is not None and b is not None and a.var and not b.var and a.a != 0:
-                found.append((b.b - a.b) / a.a)
+                found.append((a.var, (b.b - a.b) / a.a))
                 return
         for a, b in ((left, right), (right, left)):
             if a is not None and not a.var and b is None:
-                found.append(a.b)  # a constant compared with what try cannot invert: the constant itself
+                found.append(("", a.b))  # a constant compared with what try cannot invert: the constant itself
 
     for m in _COMPARISON.finditer(body):
         if m.group(1) in ("<", ">") and _template_bracket(body, m.start(1)):
@@ -277,10 +290,10 @@ def boundary_inputs(text: str, first: int, last: int, operands: tuple[str, ...] 
                 for x in variables or [None]:
                     boundary(x, v)
     out, seen = [], set()
-    for v in found:
-        if not math.isnan(v) and repr(v) not in seen:
-            seen.add(repr(v))
-            out.append(v)
+    for name, v in found:
+        if not math.isnan(v) and (name, repr(v)) not in seen:
+            seen.add((name, repr(v)))
+            out.append((name, v))
     return out
 
 
@@ -417,4 +430,155 @@ def branch_values(metal_type: str, boundaries: list[float], scalars: list[float]
             if key not in seen:
                 seen.add(key)
                 out.append(n)
+    return out
+
+
+# ---- operands that bound a loop's count ------------------------------------------------------------
+
+_DEFINITION = re.compile(r"\b(\w+)\s*\(([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*)\)\s*(?:const\s*)?\{")
+_NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "defined"}
+_FOR = re.compile(r"\bfor\s*\(")
+_ASSIGNED = re.compile(r"\b(\w+)\s*=(?!=)\s*([^;]*);")
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _definitions(masked: str, start: int = 0, end: int | None = None):
+    """(name, parameter names, body) of every function defined in masked[start:end] (any depth)."""
+    end = len(masked) if end is None else end
+    for m in _DEFINITION.finditer(masked, start, end):
+        if m.group(1) in _NOT_FUNCTIONS:
+            continue
+        close = match_brace(masked, m.end() - 1)
+        if close < 0:
+            continue
+        names = []
+        for p in _split_args(m.group(2)):
+            p = p.split("=")[0].strip()
+            found = re.search(r"(\w+)\s*(?:\[[^\]]*\])?$", p)
+            names.append(found.group(1) if found and re.search(r"\w[\s*&]+\w+", p) else "")
+        yield m.group(1), names, masked[m.end() : close]
+
+
+def _sources(body: str, params: list[str]) -> dict[str, set[int]]:
+    """Each name in `body` -> the parameter positions its value comes from (the parameters
+    themselves, and locals assigned from them: `const float b = static_cast<float>(b_);`)."""
+    found = {name: {k} for k, name in enumerate(params) if name}
+    for _ in range(3):
+        for m in _ASSIGNED.finditer(body):
+            came = set().union(*(found.get(t, set()) for t in _IDENTIFIER.findall(m.group(2))))
+            if came and not came <= found.get(m.group(1), set()):
+                found[m.group(1)] = found.get(m.group(1), set()) | came
+    return found
+
+
+def _counted_loops(body: str, sources: dict[str, set[int]]) -> set[int]:
+    """Parameter positions a `for` loop's counter is compared with in its condition
+    (`for (int64_t k = 1; k < n; k++)`): the loop runs as many times as that value."""
+    out = set()
+    for m in _FOR.finditer(body):
+        close = match_brace(body, m.end() - 1)
+        if close < 0:
+            continue
+        parts = _split_args(body[m.end() : close].replace(";", ","))
+        if len(parts) < 3:
+            continue
+        counter = re.search(r"(\w+)\s*=", parts[0])
+        if counter is None:
+            continue
+        k = re.escape(counter.group(1))
+        limits = re.findall(rf"\b{k}\s*(?:<=|<|>=|>|!=)\s*([^&|;),]+)", parts[1])
+        limits += re.findall(rf"([^&|;(,]+?)\s*(?:<=|<|>=|>|!=)\s*{k}\b", parts[1])
+        for limit in limits:
+            for name in _IDENTIFIER.findall(limit):
+                out |= sources.get(name, set())
+    return out
+
+
+def loop_bounded_operands(source: str, functor: str) -> tuple[int, ...]:
+    """The operands (positions in `functor`'s operator()) that bound a `for` loop's count in the
+    functor or in a function of `source` it calls, through other functions and locals: laguerre's
+    `for (int64_t k = 1; (k < n) && ...; k++)` on `n`, its second operand. Such a loop runs as long as
+    the value: try's extremes (3.4e38) would never finish."""
+    masked = mask_code(source)
+    functions: dict[str, list[tuple[list[str], str]]] = {}
+    for name, params, body in _definitions(masked):
+        functions.setdefault(name, []).append((params, body))
+    bounded: dict[str, set[int]] = {}
+
+    def own(params: list[str], body: str) -> set[int]:
+        # the loop's limit is a parameter itself (laguerre's `int64_t n`), not a local computed from one
+        # (gamma's `n = floor(x)`, reached only below 12 behind a branch)
+        out = _counted_loops(body, {name: {k} for k, name in enumerate(params) if name}) if "for" in body else set()
+        calls = [c for c in _CALLED.finditer(body) if bounded.get(c.group(1))]
+        sources = _sources(body, params) if calls else {}
+        for call in calls:
+            paren = body.find("(", call.start())
+            close = match_brace(body, paren)
+            if close < 0:
+                continue
+            args = _split_args(body[paren + 1 : close])
+            for p in bounded[call.group(1)]:
+                if p < len(args):
+                    for name in _IDENTIFIER.findall(args[p]):
+                        out |= sources.get(name, set())
+        return out
+
+    # each function with a counted loop, then (until nothing changes) those calling one of them
+    todo = dict(functions)
+    while todo:
+        changed = set()
+        for name, overloads in todo.items():
+            found = set().union(*(own(params, body) for params, body in overloads))
+            if not found <= bounded.get(name, set()):
+                bounded[name] = bounded.get(name, set()) | found
+                changed.add(name)
+        if not changed:
+            break
+        callers = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(changed))) + r")\s*(?:<[^<>;{}()]*>\s*)?\(")
+        todo = {name: overloads for name, overloads in functions.items()
+                if any(callers.search(body) for _, body in overloads)}
+    struct = re.search(rf"\bstruct\s+{re.escape(functor)}_functor\b[^;{{]*\{{", masked)
+    if struct is None:
+        return ()
+    close = match_brace(masked, struct.end() - 1)
+    operands: set[int] = set()
+    for m in re.finditer(r"\boperator\s*\(\s*\)\s*\(", masked[: close]):
+        if m.start() < struct.end():
+            continue
+        paren = m.end() - 1
+        end_params = match_brace(masked, paren)
+        brace = masked.find("{", end_params)
+        if end_params < 0 or brace < 0 or masked[end_params + 1 : brace].strip() not in ("", "const"):
+            continue
+        params = []
+        for p in _split_args(masked[paren + 1 : end_params]):
+            found = re.search(r"(\w+)\s*$", p.split("=")[0].strip())
+            params.append(found.group(1) if found else "")
+        body_end = match_brace(masked, brace)
+        operands |= own(params, masked[brace + 1 : body_end])
+    return tuple(sorted(operands))
+
+
+def scalar_boundaries(text: str, spans, arity: int) -> list[float]:
+    """The values on the boundaries of the functor's comparisons of its scalar argument (an alpha
+    kernel's operand after its `arity` tensors, through locals: logit_backward's `eps < scalar_t(0)`
+    gives 0): try runs a scalar set with the argument at each, which the schema's variants may miss
+    (logit_backward's `x == 0` branch is taken only where eps is 0)."""
+    if not spans:
+        return []
+    first, last = spans[0]
+    masked = mask_code(text)
+    body = "\n".join(masked.split("\n")[first - 1 : last])
+    m = re.search(r"\boperator\s*\(\s*\)\s*\(", body)
+    if m is None:
+        return []
+    close = match_brace(body, m.end() - 1)
+    params = [re.search(r"(\w+)\s*$", p.split("=")[0].strip()) for p in _split_args(body[m.end() : close])]
+    if close < 0 or len(params) <= arity or params[arity] is None:
+        return []
+    name = params[arity].group(1)
+    out = []
+    for var, value in boundary_pairs(text, first, last):
+        if var == name and math.isfinite(value) and value not in out:
+            out.append(value)
     return out

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH
-from mpsgen.commands.tryop.values import Inputs, kind
+from mpsgen.commands.tryop.values import LARGEST, SAMPLED_RANGE, Inputs, kind
 
 # (rtol, atol) by output type: torch.testing's defaults for float32/float16/bfloat16 (complex like
 # its component type). Integer and bool outputs must match exactly.
@@ -49,6 +49,10 @@ class DtypeResult:
     # cases matched by the rule for CPU rounding an intermediate (`compare`): the kernel's value nearer
     # the op computed in float64 than CPU's, each (inputs, kernel's value, CPU's, float64's)
     nearer_float64: tuple[tuple[tuple, object, object, object], ...] = ()
+    # cases matched by the rule for an operand at the top of the type's range (`compare`): the kernel
+    # overflows an intermediate where CPU, fusing a multiply-add, gives the float64 value; each
+    # (inputs, kernel's value, CPU's)
+    edge_overflows: tuple[tuple[tuple, object, object], ...] = ()
 
 
 def _close(got, want, rtol: float, atol: float) -> bool:
@@ -58,7 +62,15 @@ def _close(got, want, rtol: float, atol: float) -> bool:
         # vectorised and scalar loops, on which part holds it).
         if cmath.isnan(want) or cmath.isnan(got):
             return cmath.isnan(want) and cmath.isnan(got)
-        return _close(got.real, want.real, rtol, atol) and _close(got.imag, want.imag, rtol, atol)
+        # as torch.isclose (what test_output_match's assertEqual calls) compares complex values: equal,
+        # or the modulus of the difference within atol + rtol * |want| (an inf part equal only exactly)
+        if got == want:
+            return True
+        try:
+            error = abs(got - want)
+        except OverflowError:
+            return False
+        return math.isfinite(error) and error <= atol + rtol * abs(want)
     if math.isnan(want):
         return math.isnan(got)
     if math.isinf(want) or math.isinf(got):
@@ -101,6 +113,26 @@ def nearer_note(cases: tuple) -> str:
             f"(CPU rounds an intermediate to the input type; the kernel computes at opmath): {shown}{more}")
 
 
+# An operand at least this fraction of the type's largest finite value is at the top of its range: a
+# product by one of try's scalars (up to 3) or a sum of two such operands overflows there.
+EDGE_FRACTION = 0.25
+
+
+def edge_note(cases: tuple) -> str:
+    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
+    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
+    return (f"{len(cases)} case{'s' if len(cases) != 1 else ''} with an operand at the top of the type's range, "
+            f"beyond what upstream's test samples ([{SAMPLED_RANGE[0]:g}, {SAMPLED_RANGE[1]:g}]), where the kernel "
+            f"overflows an intermediate and CPU (a fused multiply-add, one rounding) gives the op's value: "
+            f"{shown}{more}")
+
+
+def _at_edge(inputs: Inputs, i: int) -> bool:
+    largest = LARGEST.get(inputs.metal_type)
+    return largest is not None and any(
+        isinstance(v, float) and math.isfinite(v) and abs(v) >= EDGE_FRACTION * largest for v in inputs.case(i))
+
+
 def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = "", alone=None,
             override: tuple[float, float] | None = None, wide=None, examples: int = MAX_EXAMPLES) -> DtypeResult:
     """Kernel outputs `got` against reference values `want` (None: no reference for that case).
@@ -127,6 +159,7 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     bad: list[Mismatch] = []
     count = scalar_loop = overflowed = 0
     nearer: list[tuple] = []
+    edge: list[tuple] = []
     for i, (g, w) in enumerate(zip(got, want)):
         if w is None:
             continue  # the reference has no value here (its note says why)
@@ -162,6 +195,15 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
             if value is not None and not _finite(value) and _close(g, value, 0.0, 0.0):
                 ok = True
                 nearer.append((inputs.case(i), g, w, value))
+        if (not ok and wide is not None and not exact and kind(inputs.metal_type) == "float" and not _finite(g)
+                and _at_edge(inputs, i)):
+            # the kernel's inf or NaN where CPU gives the op's float64 value, an operand at the top of
+            # the type's range (sub's a - alpha * b at a = b = 3.4e38: alpha * b overflows in the kernel,
+            # CPU's fused multiply-add rounds once): beyond what upstream's test samples, noted
+            value = wide(i)
+            if value is not None and _close(w, value, 0.0, 0.0):
+                ok = True
+                edge.append((inputs.case(i), g, w))
         if not ok:
             bad.append(Mismatch(inputs.case(i), g, w))
     if len(got) != len(want):
@@ -174,8 +216,10 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
         note = (note + "; " if note else "") + overflow_note(overflowed)
     if nearer:
         note = (note + "; " if note else "") + nearer_note(tuple(nearer))
+    if edge:
+        note = (note + "; " if note else "") + edge_note(tuple(edge))
     status = "failed" if bad or len(got) != len(want) else "passed"
     notes = "; ".join(n for n in (inputs.note, note) if n)
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
                        len(bad), tuple(bad[:examples]), tolerance, status, notes, cpu_overflows=overflowed,
-                       nearer_float64=tuple(nearer))
+                       nearer_float64=tuple(nearer), edge_overflows=tuple(edge))

@@ -16,6 +16,7 @@ from mpsgen.facts.catalog import lookup
 _WIDER = {"float16": "float32", "bfloat16": "float32", "complex32": "complex64"}
 _OVERLOADS = ("default", "Tensor", "Tensor_Tensor", "self")
 _REAL_FLOATING = frozenset({"float32", "float16", "bfloat16"})
+_COMPLEX = frozenset({"complex64", "complex32"})
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class Expected:
     # The reference for case i computed alone (torch: its scalar loop rather than the vectorised
     # one, which can differ at special values), or None.
     alone: Callable[[int], object] | None = field(default=None, compare=False)
-    # The reference for case i computed in float64 from the same inputs and rounded to the output
-    # type (None where that does not apply: integer or complex inputs): where the CPU op gives inf
+    # The reference for case i computed in float64 (complex128 for complex inputs) from the same inputs
+    # and rounded to the output type (None where that does not apply: integer inputs): where the CPU op gives inf
     # or NaN and this is finite, the CPU op overflowed in an intermediate (`compare`'s rule).
     wide: Callable[[int], object] | None = field(default=None, compare=False)
 
@@ -148,7 +149,18 @@ def scalar_reference(overload, label: str, scalars: dict) -> Reference:
     """torch's CPU op with the scalar arguments `scalars` (by name); the tensors are passed by name
     too, so that an op whose tensors and scalars interleave (elu_backward) takes them."""
     names = tuple(a.name for a in overload._schema.arguments if not a.is_out and schema_type(a) == "Tensor")
-    return Reference(label, lambda inputs, _out: _run_torch(overload, inputs, scalars, names))
+    numbers = {a.name for a in overload._schema.arguments if schema_type(a) in ("Scalar", "Scalar?")}
+
+    def compute(inputs: Inputs, _out):
+        chosen = scalars
+        if kind(inputs.metal_type) in ("int", "uint", "bool"):
+            # a whole Scalar as an int for integer tensors, as their sample inputs pass it (alpha=2):
+            # torch refuses a floating alpha there
+            chosen = {k: int(v) if k in numbers and isinstance(v, float) and v.is_integer() else v
+                      for k, v in scalars.items()}
+        return _run_torch(overload, inputs, chosen, names)
+
+    return Reference(label, compute)
 
 
 def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tuple[str, ...] = ()) -> Expected:
@@ -181,6 +193,9 @@ def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tup
         return (_values(torch, one)[0],) + ((whole[i],) if whole is not None else ())
 
     def wide(i: int):
+        if dtype in _COMPLEX and result.is_complex():  # complex: computed in complex128 and rounded
+            one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), "complex128", None, scalars, names)
+            return _values(torch, one.to(result.dtype))[0] if one.is_complex() else None
         if dtype not in _REAL_FLOATING or not result.is_floating_point():
             return None
         one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), "float64", None, scalars, names)

@@ -353,7 +353,8 @@ def stub_values(op: str, args: tuple[ScalarArg, ...], chosen: ScalarSet, host_na
         out = {}
         for name, arg in zip(host_names, call.args):
             try:
-                out[name] = evaluate(arg.value, env, numel, REDUCTION, helpers)
+                out[name] = evaluate(arg.value, env, numel, REDUCTION, helpers,
+                                     frozenset(n for type_, n in call.parameters if "optional" in type_))
             except (NotEvaluable, KeyError, ZeroDivisionError):
                 return f"try cannot evaluate `{arg.value}` ({call.function} at {call.where})"
         return out
@@ -419,3 +420,19 @@ def pack(fields: tuple[Field, ...], values: tuple) -> bytes:
             data += struct.pack(_STRUCT_FORMAT[f.type], v)
     data += b"\0" * (-len(data) % align)
     return bytes(data)
+
+
+def with_boundaries(sets: tuple[ScalarSet, ...], carried: tuple[ScalarArg, ...], values: list[float]) -> tuple[ScalarSet, ...]:
+    """`sets` and, for an alpha kernel whose host passes one numeric schema argument, the first set
+    with that argument at each of `values` (the functor's comparison boundaries on its alpha:
+    `branchvalues.scalar_boundaries`)."""
+    numeric = [a for a in carried if a.type in ("Scalar", "Scalar?", "float", "float?")]
+    if not sets or not values or len(numeric) != 1:
+        return sets
+    arg = numeric[0]
+    out = list(sets)
+    for v in values:
+        candidate = ScalarSet(tuple((name, float(v) if name == arg.name else old) for name, old in sets[0].values))
+        if candidate not in out:
+            out.append(candidate)
+    return tuple(out)

@@ -86,6 +86,8 @@ _EXTREMES = {
     "half": (5.960464477539063e-08, 3.0e-6, 6.103515625e-05, 65504.0, 3.0e4),
     "bfloat": (9.183549615799121e-41, 1.0e-39, 1.1754943508222875e-38, 3.3895313892515355e38, 1.0e30),
 }
+# the largest finite value of each float type
+LARGEST = {t: extremes[3] for t, extremes in _EXTREMES.items()}
 _COMMON_FLOATS = (0.0, -0.0, 1.0, -1.0, INF, -INF, NAN, 0.5, -2.5, 3.0, 1.0e-3, -100.0)
 
 
@@ -230,3 +232,22 @@ def keep(inputs: Inputs, indices: list[int], why: str) -> Inputs:
     columns = tuple(tuple(column[i] for i in indices) for column in inputs.columns)
     note = f"{inputs.count - len(indices)} cases left out: {why}"
     return Inputs(inputs.metal_type, columns, "; ".join(n for n in (inputs.note, note) if n))
+
+
+# The range test_output_match's sample inputs draw from where the OpInfo sets none: make_tensor's
+# default for floating and integer tensors (sample_inputs_elementwise_binary passes no low/high).
+SAMPLED_RANGE = (-9.0, 9.0)
+
+
+def within_sampled_range(inputs: Inputs, bounded: tuple[int, ...], low: float = SAMPLED_RANGE[0],
+                         high: float = SAMPLED_RANGE[1]) -> Inputs:
+    """For a functor looping as many times as the operands `bounded` hold (laguerre's n), `inputs`
+    restricted to the cases upstream's test samples: every operand finite and within [low, high]. The
+    loop would run as long as try's extremes (3.4e38; n = 1e15 where the recurrence stays finite), and
+    CPU's own kernel is undefined on others (laguerre at x = NaN returns its uninitialised result)."""
+    if not bounded or kind(inputs.metal_type) == "complex":
+        return inputs
+    kept = [i for i in range(inputs.count) if all(math.isfinite(v) and low <= v <= high for v in inputs.case(i))]
+    names = ", ".join(f"operand {k + 1}" for k in bounded)
+    return keep(inputs, kept, f"beyond [{low:g}, {high:g}], the range upstream's test samples (make_tensor's "
+                f"default): the functor loops as many times as {names} holds")

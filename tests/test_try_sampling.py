@@ -1,0 +1,216 @@
+"""Issue 42's try gaps: what try samples and how it compares where upstream's test_output_match does
+otherwise. A functor looping as many times as an operand holds (special_laguerre_polynomial_l) is
+sampled as the test samples it; complex values are compared as torch.isclose does, with the
+nearer-float64 rule (addcmul in complex32); an operand at the top of float's range where the
+kernel overflows an intermediate and CPU's fused multiply-add does not is a note (sub); a scalar set
+at each boundary of the functor's comparisons of its alpha (logit_backward's eps == 0)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from mpsgen.commands.tryop.branchvalues import boundary_pairs, functor_spans, loop_bounded_operands, scalar_boundaries
+from mpsgen.commands.tryop.compare import _close, compare
+from mpsgen.commands.tryop.reference import import_torch, scalar_reference, torch_scalar_reference, torch_unavailable
+from mpsgen.commands.tryop.scalars import ScalarArg, ScalarSet, with_boundaries
+from mpsgen.commands.tryop.values import make_inputs, to_float32, within_sampled_range
+from mpsgen.read.metalhost.compiler import find_compiler
+from mpsgen.read.stubcall import evaluate
+from support import copy_checkout, needs, run_cli
+
+DATA = Path(__file__).resolve().parent / "data" / "trysampling"
+needs_compiler = needs(None if find_compiler()[0] is not None else "no C++ compiler (g++/clang++) on PATH")
+needs_torch = needs(torch_unavailable())
+FLT_MAX = 3.4028234663852886e38
+INF = math.inf
+
+
+# ---- a loop counted by an operand (special_laguerre_polynomial_l) ---------------------------------
+
+
+def test_a_loop_counted_by_an_operand_is_found_through_the_overloads_and_locals():
+    text = (DATA / "LoopCount.metal").read_text(encoding="utf-8")
+    # n_ -> local n -> recurrence_n(T x, T n) -> static_cast<long>(n) -> recurrence_n(T x, long n): `step < n`
+    assert loop_bounded_operands(text, "laguerre_polynomial_l") == (1,)
+    # `i < top` where top is a local computed from the operand (gamma's shape, behind a branch): not a count
+    assert loop_bounded_operands(text, "local_bound") == ()
+    assert loop_bounded_operands(text, "no_such") == ()
+
+
+def test_a_loop_counted_op_keeps_only_the_cases_upstreams_test_samples():
+    inputs = make_inputs("float", 2, 0, 32, ())
+    kept = within_sampled_range(inputs, (1,))
+    every = [inputs.case(i) for i in range(inputs.count)]
+    assert [kept.case(i) for i in range(kept.count)] == [
+        c for c in every if all(math.isfinite(v) and -9.0 <= v <= 9.0 for v in c)]
+    assert (0.5, 3.0) in every and (0.5, 3.0) in [kept.case(i) for i in range(kept.count)]
+    assert kept.count < inputs.count
+    assert kept.note == (f"{inputs.count - kept.count} cases left out: beyond [-9, 9], the range upstream's test "
+                         "samples (make_tensor's default): the functor loops as many times as operand 2 holds")
+    assert within_sampled_range(inputs, ()) is inputs
+
+
+def _laguerre_root(tmp_path, body: str) -> Path:
+    """The miniature checkout with special_laguerre_polynomial_l's functor replaced by the fixture's."""
+    root = copy_checkout(tmp_path)
+    assert run_cli(["-C", str(root), "new-op", "special_laguerre_polynomial_l"]).exit_code == 0
+    kernel = root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    text = kernel.read_text(encoding="utf-8")
+    start = text.index("struct laguerre_polynomial_l_functor {")
+    end = text.index("\n};\n", start) + 4
+    kernel.write_text(text[:start] + body + text[end:], encoding="utf-8")
+    return root
+
+
+def _fixture_body() -> str:
+    text = (DATA / "LoopCount.metal").read_text(encoding="utf-8")
+    start = text.index("// Degree-n member")
+    end = text.index("\n};\n", text.index("struct laguerre_polynomial_l_functor {")) + 4
+    return text[start:end]
+
+
+@needs_compiler
+@needs_torch
+def test_try_a_loop_counted_body_finishes_on_the_tests_range_and_a_wrong_count_still_fails(tmp_path):
+    body = _fixture_body()
+    root = _laguerre_root(tmp_path / "right", body)
+    done = run_cli(["-C", str(root), "try", "special_laguerre_polynomial_l", "--backend", "host", "--reference",
+                    "torch", "--json"])
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.stdout)
+    assert [(r["dtype"], r["status"]) for r in doc["dtypes"]] == [
+        ("float32", "passed"), ("float16", "passed"), ("bfloat16", "passed")]
+    for r in doc["dtypes"]:
+        assert "cases left out: beyond [-9, 9], the range upstream's test samples (make_tensor's default): " \
+               "the functor loops as many times as operand 2 holds" in r["note"]
+    wrong = _laguerre_root(tmp_path / "wrong", body.replace("step < n;", "step <= n;"))
+    failed = run_cli(["-C", str(wrong), "try", "special_laguerre_polynomial_l", "--backend", "host", "--reference",
+                      "torch", "--json"])
+    assert failed.exit_code == 1
+    assert {r["status"] for r in json.loads(failed.stdout)["dtypes"]} == {"failed"}
+
+
+# ---- complex values (addcmul in complex32) --------------------------------------------------------
+
+
+def test_complex_values_are_close_as_torch_isclose_says():
+    # the modulus of the difference against atol + rtol * |want|, not each part alone
+    assert _close(complex(1000.0, 0.5), complex(1000.0, 0.01), 1e-3, 1e-5)
+    assert not _close(complex(1000.0, 2.0), complex(1000.0, 0.01), 1e-3, 1e-5)
+    # an inf part matches only exactly: (inf + 1.0001j) - (inf + 1j) has a NaN real part
+    assert _close(complex(INF, 1.0), complex(INF, 1.0), 1e-3, 1e-5)
+    assert not _close(complex(INF, 1.0001), complex(INF, 1.0), 1e-3, 1e-5)
+    assert _close(complex(math.nan, 0.0), complex(0.0, math.nan), 1e-3, 1e-5)
+
+
+def _addcmul_kernel(torch, inputs, value: float, sign: float = 1.0) -> tuple:
+    """addcmul as upstream's kernel computes it from complex32 inputs: at opmath (float parts), value
+    (a complex number) folded into tensor1 first, each complex product by its plain formula; rounded once to complex32."""
+
+    def parts(col):
+        t = torch.tensor(list(col), dtype=torch.complex64).to(torch.complex32).to(torch.complex64)
+        return t.real.clone(), t.imag.clone()
+
+    def mul(x, y):
+        return x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0]
+
+    a, b, c = (parts(col) for col in inputs.columns)
+    alpha = (torch.full_like(b[0], sign * value), torch.zeros_like(b[0]))  # value as a complex opmath value
+    scaled = mul(alpha, b)
+    product = mul(scaled, c)
+    out = torch.complex(a[0] + product[0], a[1] + product[1]).to(torch.complex32)
+    return tuple(out.to(torch.complex128).tolist())
+
+
+@needs_torch
+def test_addcmul_in_complex32_computed_at_opmath_matches_and_a_flipped_sign_fails():
+    torch = import_torch()
+    overload, label = torch_scalar_reference("addcmul", 3)
+    inputs = make_inputs("half2", 3, 0, 32, ())
+    reference = scalar_reference(overload, label, {"value": 2.0})
+    want = reference.compute(inputs, None)
+    right = compare(inputs, _addcmul_kernel(torch, inputs, 2.0), want.values, "half2", "", want.alone, None, want.wide)
+    assert (right.status, right.mismatches, right.cases) == ("passed", 0, 544)
+    # CPU holds t1 * t2's real part (2.59e8) as inf in ComplexHalf, and its imaginary part goes to -inf with it; the
+    # kernel's value is the op's in complex128, rounded to complex32
+    assert right.nearer_float64 == (
+        ((complex(467.75, -1.28515625), complex(-49888.0, -0.000202178955078125), complex(-5192.0, 0.00021028518676757812)),
+         complex(INF, -20.171875), complex(INF, -INF), complex(INF, -20.171875)),)
+    without = compare(inputs, _addcmul_kernel(torch, inputs, 2.0), want.values, "half2", "", want.alone)
+    assert (without.status, without.mismatches) == ("failed", 1)
+    flipped = compare(inputs, _addcmul_kernel(torch, inputs, 2.0, -1.0), want.values, "half2", "", want.alone, None,
+                      want.wide)
+    assert (flipped.status, flipped.mismatches) == ("failed", 205)
+
+
+# ---- an intermediate at the top of float's range (sub) --------------------------------------------
+
+
+def _sub_kernel(torch, inputs, alpha: float, sign: float = -1.0, use_alpha: bool = True) -> tuple:
+    """sub through add_alpha's body, `a + (-alpha) * b`, each operation rounded to float."""
+    a, b = (torch.tensor(list(col), dtype=torch.float32) for col in inputs.columns)
+    product = torch.mul(b, sign * alpha) if use_alpha else torch.mul(b, sign)
+    return tuple(torch.add(a, product).to(torch.float64).tolist())
+
+
+@needs_torch
+def test_sub_at_the_top_of_floats_range_is_noted_and_a_wrong_body_still_fails():
+    torch = import_torch()
+    overload, label = torch_scalar_reference("sub", 2)
+    inputs = make_inputs("float", 2, 0, 32, ())
+    want = scalar_reference(overload, label, {"alpha": 2.0}).compute(inputs, None)
+
+    def run(got):
+        return compare(inputs, got, want.values, "float", "", want.alone, None, want.wide)
+
+    right = run(_sub_kernel(torch, inputs, 2.0))
+    assert (right.status, right.mismatches) == ("passed", 0)
+    shown = [(tuple(case), "nan" if math.isnan(got) else got, cpu) for case, got, cpu in right.edge_overflows]
+    # a - 2 * b: 2 * b overflows in the kernel; CPU's fused multiply-add gives the op's value
+    assert shown == [((INF, FLT_MAX), "nan", INF), ((-INF, -FLT_MAX), "nan", -INF),
+                     ((FLT_MAX, FLT_MAX), -INF, -FLT_MAX), ((-FLT_MAX, -FLT_MAX), INF, FLT_MAX)]
+    assert "4 cases with an operand at the top of the type's range, beyond what upstream's test samples ([-9, 9]), " \
+           "where the kernel overflows an intermediate and CPU (a fused multiply-add, one rounding) gives the op's " \
+           "value: " in right.note
+    flipped = run(_sub_kernel(torch, inputs, 2.0, sign=1.0))
+    ignored = run(_sub_kernel(torch, inputs, 2.0, use_alpha=False))
+    assert (flipped.status, flipped.mismatches) == ("failed", 151)  # a + 2 * b
+    assert (ignored.status, ignored.mismatches) == ("failed", 148)  # a - b
+    # a kernel's inf where CPU is finite and no operand is near the largest value is never excused (1e30 - 2 * 0.5)
+    mid = make_inputs("float", 2, 0, 0, ())
+    index = [mid.case(i) for i in range(mid.count)].index((to_float32(1e30), 0.5))
+    want_mid = scalar_reference(overload, label, {"alpha": 2.0}).compute(mid, None)
+    got = list(_sub_kernel(torch, mid, 2.0))
+    got[index] = INF
+    assert compare(mid, tuple(got), want_mid.values, "float", "", want_mid.alone, None, want_mid.wide).mismatches == 1
+
+
+# ---- a scalar set at each boundary of the alpha's comparisons (logit_backward) ---------------------
+
+
+def test_the_alphas_comparison_boundaries_give_scalar_sets():
+    text = (DATA / "AlphaBoundary.metal").read_text(encoding="utf-8")
+    line = text.split("\n").index("struct clipped_ratio_functor {") + 1
+    spans = functor_spans(text, line)
+    first, last = spans[0]
+    assert boundary_pairs(text, first, last) == [("lo_", 0.0)]
+    helper = spans[1]
+    assert boundary_pairs(text, *helper) == [("x", 0.0)]  # `scalar_t(0)` read as a cast
+    assert scalar_boundaries(text, spans, 2) == [0.0]
+    assert scalar_boundaries(text, spans, 1) == []  # x_ is compared in the helper only, through a call
+    eps = ScalarArg("eps", "float?", None, True)
+    sets = (ScalarSet((("eps", None),)), ScalarSet((("eps", 1e-6),)), ScalarSet((("eps", 0.25),)))
+    assert with_boundaries(sets, (eps,), [0.0]) == sets + (ScalarSet((("eps", 0.0),)),)
+    assert with_boundaries(sets, (eps,), [0.25]) == sets
+    assert with_boundaries(sets, (eps, ScalarArg("beta", "Scalar", 1, True)), [0.0]) == sets
+
+
+def test_an_optional_tested_alone_is_true_when_set_zero_included():
+    call = "eps ? eps.value() : -1.0"
+    assert evaluate(call, {"eps": 0.0}, optionals=frozenset({"eps"})) == 0.0
+    assert evaluate(call, {"eps": None}, optionals=frozenset({"eps"})) == -1.0
+    assert evaluate(call, {"eps": 0.25}, optionals=frozenset({"eps"})) == 0.25
+    # a plain number tested alone is its value's truth, as C++ has it
+    assert evaluate("x ? 1 : 2", {"x": 0.0}) == 2
