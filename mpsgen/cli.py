@@ -508,6 +508,14 @@ def verify(state, ops, changed, base, all_native, static_only, build_cmd, test_c
     sys.exit(run_guarded(state, run, as_json))
 
 
+def _kernel_hint(checkout, op: str) -> str:
+    """try's hint for an op with no native kernel: which generating command would give it one,
+    planned in memory (`commands.confirm.kernel_hint`); loaded only when try refuses so."""
+    from mpsgen.commands.confirm import kernel_hint
+
+    return kernel_hint(checkout, op)
+
+
 @main.command("try", epilog=_examples(
     "mpsgen try hypot",
     "mpsgen try asinh --reference catalog --seed 7",
@@ -543,13 +551,14 @@ def try_(state, op, backend, reference, seed, samples, stub, as_json, strict, sh
 
         _one_format(as_json, fmt)
         if show_source:
-            shown = try_source(state.checkout(), op, stub)
+            shown = try_source(state.checkout(), op, stub, suggest=_kernel_hint)
             if as_json:
                 click.echo(json.dumps(source_to_json(shown), indent=2))
             else:
                 click.echo(shown.source, nl=False)
             return 0
-        report = try_op(state.checkout(), op, TryOptions(backend, reference, seed, samples, stub, strict))
+        report = try_op(state.checkout(), op, TryOptions(backend, reference, seed, samples, stub, strict),
+                        suggest=_kernel_hint)
         if as_json:
             click.echo(json.dumps(report_to_json(report), indent=2))
         elif resolve(fmt, sys.stdout) == RICH:

@@ -335,7 +335,7 @@ def test_hardswish_from_the_cpu_kernel_keeps_cpus_order_and_passes_try(tmp_path)
 
 def _params_request(op: str) -> BodyRequest:
     """A params op's request as the params family asks it (fields with an enum's enumerators)."""
-    from mpsgen.edit.params import field_enumerators
+    from mpsgen.facts.paramskernel import field_enumerators
     from mpsgen.read.c10lib import checkout_functions
 
     views = Views(Workspace(Checkout(FIXTURE_CHECKOUT)))

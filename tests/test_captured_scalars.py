@@ -18,7 +18,7 @@ from mpsgen.facts.bodies import BodyRequest, resolve_body
 from mpsgen.facts.resolve import resolve_op
 from mpsgen.facts.translate import ParamRead, Untranslatable, translate_condition
 from mpsgen.facts.views import Views
-from mpsgen.edit.pipeline import Options
+from mpsgen.facts.resolve import Options
 from mpsgen.edit.workspace import Workspace
 from mpsgen.read.checkout import Checkout
 from mpsgen.read.cppsyntax import read_cpu_kernels
@@ -74,7 +74,7 @@ def test_a_condition_reading_only_the_scalars_translates_and_any_other_is_refuse
 
 
 def _offer(root: Path, op: str):
-    from mpsgen.edit.params import field_enumerators
+    from mpsgen.facts.paramskernel import field_enumerators
     from mpsgen.read.c10lib import checkout_functions
 
     views = Views(Workspace(Checkout(root)))

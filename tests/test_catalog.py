@@ -27,7 +27,7 @@ from mpsgen.errors import MpsgenError
 from mpsgen.read.kernelfile import NamespacePrefixes
 from mpsgen.read.metalhost.compiler import PRELUDE_DIR
 from mpsgen.edit.templates import Templates
-from mpsgen.edit.functor import shared_helpers
+from mpsgen.facts.functor import shared_helpers
 from mpsgen.commands.tryop.references import REFERENCES, ref_acosh, ref_asinh, ref_atanh, ref_fmod, ref_frac, ref_hardswish, ref_heaviside, ref_hypot, ref_logaddexp, ref_logical_not, ref_mish, ref_mish_backward, ref_ndtri, ref_nextafter, ref_sgn, ref_sigmoid_backward, ref_pow, ref_sign, ref_tanh_backward, ref_xlogy
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"  # the test driver, harness.h

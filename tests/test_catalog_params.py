@@ -23,7 +23,7 @@ import pytest
 
 from mpsgen.facts.catalog import load_catalog
 from mpsgen.read.metalhost.compiler import PRELUDE_DIR
-from mpsgen.edit.params import BASE_MACROS, PARAMS_TYPES
+from mpsgen.facts.paramskernel import BASE_MACROS, PARAMS_TYPES
 from mpsgen.facts.params import ParamField
 from mpsgen.edit.templates import Templates
 from test_catalog import SPELLINGS, USING_LINES

@@ -3,7 +3,7 @@ that way (signbit), and a user's --expr may too; the type between the brackets i
 
 import pytest
 
-from mpsgen.edit.functor import validate_expr
+from mpsgen.facts.functor import validate_expr
 from mpsgen.errors import MpsgenError
 
 

@@ -365,7 +365,7 @@ SHAPES = [
 @pytest.mark.parametrize("spelling", sorted(SPELLINGS))
 @pytest.mark.parametrize(("source", "arity", "alpha", "groups"), SHAPES)
 def test_expr_and_placeholder_functors_are_clean_in_both_spellings(source, arity, alpha, groups, spelling):
-    from mpsgen.edit.functor import find_body, operands_for, render_functor
+    from mpsgen.facts.functor import find_body, operands_for, render_functor
     from mpsgen.read.kernelfile import NamespacePrefixes
     from mpsgen.edit.templates import Templates
 
@@ -462,9 +462,9 @@ def _rewritten(text: str, rel: str) -> list[str]:
 @pytest.mark.parametrize("arity", (1, 2))
 @pytest.mark.parametrize("groups", (("float",), ("float", "integer")))
 def test_params_expr_and_placeholder_functors_are_clean_in_both_spellings(groups, arity, fields, name, spelling):
-    from mpsgen.edit.functor import OPERANDS
+    from mpsgen.facts.functor import OPERANDS
     from mpsgen.read.kernelfile import NamespacePrefixes
-    from mpsgen.edit.params import find_params_body, render_params_functor
+    from mpsgen.facts.paramskernel import find_params_body, render_params_functor
     from mpsgen.edit.templates import Templates
 
     spec = _params_spec(name, fields, arity)
@@ -483,7 +483,7 @@ def test_params_expr_and_placeholder_functors_are_clean_in_both_spellings(groups
 @pytest.mark.parametrize("arity", (1, 2))
 @pytest.mark.parametrize("length", range(0, 16))
 def test_params_registration_macro_is_laid_out_as_clang_format_lays_it_out(arity, length):
-    from mpsgen.edit.params import registration_macro
+    from mpsgen.facts.paramskernel import registration_macro
     from mpsgen.edit.templates import Templates
 
     name = "op" + "_ab" * length  # struct, macro and kernel names from 20 to 70 columns

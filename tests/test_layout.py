@@ -154,6 +154,39 @@ def test_function_local_imports_only_in_the_entry_layer():
     assert local == []
 
 
+def test_edit_decides_nothing_about_the_kernel():
+    """An op's plan is decided once in facts/ (`mpsgen.facts.plan.plan_for`): edit/ imports neither
+    the body sources nor the dtype and test-list rules, it writes the plan (issue 44)."""
+    deciding = ("mpsgen.facts.bodies", "mpsgen.facts.rules")
+    found = [edge for edge in all_imports() if edge.source.startswith("mpsgen.edit") and edge.target in deciding]
+    assert found == []
+
+
+def reached_from(starts: list[str], edges: list[Import]) -> dict[str, str]:
+    """Every module the `starts` import, directly or through others: module -> the one importing it."""
+    graph: dict[str, list[str]] = {}
+    for edge in edges:
+        graph.setdefault(edge.source, []).append(edge.target)
+    seen = {start: "" for start in starts}
+    todo = list(starts)
+    while todo:
+        module = todo.pop()
+        for target in graph.get(module, ()):
+            if target not in seen:
+                seen[target] = module
+                todo.append(target)
+    return seen
+
+
+def test_try_reads_no_plan():
+    """try runs the functor as it stands: nothing on its path (`mpsgen.commands.tryop` and all it
+    imports) is an edit/ module; the command supplies the hint that plans in memory."""
+    tryop = [m for m in module_files() if m == "mpsgen.commands.tryop" or m.startswith("mpsgen.commands.tryop.")]
+    reached = reached_from(tryop, all_imports())
+    assert sorted(f"{m} (imported by {by})" for m, by in reached.items() if m.startswith("mpsgen.edit")) == []
+    assert "mpsgen.facts.plan" not in reached
+
+
 def test_each_folder_says_its_job_in_one_paragraph():
     for init in sorted(PACKAGE.rglob("__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
@@ -191,6 +224,14 @@ def test_checker_finds_a_circle_hidden_in_a_function(tmp_path):
     edges = _edges(package)
     assert circles(edges) == [["mpsgen.facts.a", "mpsgen.facts.b"]]
     assert [(e.source, e.local) for e in edges if e.local] == [("mpsgen.facts.b", True)]
+
+
+def test_checker_follows_imports_through_other_modules(tmp_path):
+    package = _package(tmp_path, {"__init__.py": "", "commands/__init__.py": "", "edit/__init__.py": "",
+                                  "commands/a.py": "from mpsgen.commands import b\n",
+                                  "commands/b.py": "from mpsgen.edit import c\n", "edit/c.py": "x = 1\n"})
+    assert reached_from(["mpsgen.commands.a"], _edges(package)) == {
+        "mpsgen.commands.a": "", "mpsgen.commands.b": "mpsgen.commands.a", "mpsgen.edit.c": "mpsgen.commands.b"}
 
 
 def test_checker_reads_relative_imports(tmp_path):

@@ -14,7 +14,8 @@ import pytest
 from mpsgen.edit.clangformat import find_executable
 from mpsgen.read.cpp import mask_code
 from mpsgen.facts.views import functor_spans
-from mpsgen.edit.kernel import add_to_list_macro, find_list_macros, plan_kernel, registrations_for
+from mpsgen.edit.kernel import add_to_list_macro, find_list_macros, plan_kernel
+from mpsgen.facts.choice import registrations_for
 from mpsgen.read.kernelfile import read_kernel_file
 from mpsgen.read.metalread import read_kernel
 

@@ -163,7 +163,7 @@ def test_asinh_without_complex_is_refused_since_the_tests_expect_complex(tmp_pat
 
 
 def test_catalog_body_renders_the_complex_overload_only_when_complex_is_registered():
-    from mpsgen.edit.functor import find_body, render_functor
+    from mpsgen.facts.functor import find_body, render_functor
     from mpsgen.edit.templates import Templates
 
     from mpsgen.facts.bodies import BodyResolution, catalog_offer

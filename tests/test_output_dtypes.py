@@ -4,7 +4,7 @@ test_out_warning expectations about out= behaviour go when the out= entry moves 
 
 from __future__ import annotations
 
-from mpsgen.edit.kernel import registrations_for
+from mpsgen.facts.choice import registrations_for
 from mpsgen.facts.catalog import load_catalog
 from mpsgen.facts.rules import OTHER, OUT_BEHAVIOUR, MissingOpRule
 

@@ -157,7 +157,7 @@ def test_an_include_in_a_comment_does_not_count(tmp_path):
 
 
 def test_an_op_without_catalog_body_gets_a_placeholder_that_stops_the_build():
-    from mpsgen.edit.params import find_params_body, render_params_functor
+    from mpsgen.facts.paramskernel import find_params_body, render_params_functor
 
     body = find_params_body(op="foo", name="foo", params=spec_for(), expr=None, dtypes=None)
     assert (body.source, body.supports, body.defaults) == ("placeholder", ("float", "integer", "bool"), ("float",))
@@ -234,8 +234,9 @@ def test_scan_tiers_of_params_stubs(tmp_path):
 
 def test_an_optional_without_a_known_default_is_reported(tmp_path):
     from mpsgen.facts.views import OpFacts, Views
-    from mpsgen.edit.params import choose_params_kernel
+    from mpsgen.facts.paramskernel import choose_params_kernel
     from mpsgen.edit.pipeline import StepContext, host_step
+    from mpsgen.facts.plan import OpPlan
     from mpsgen.facts.resolve import Options
 
     class Spec:  # what the params kernel choice and the host step read of an OpSpec
@@ -260,7 +261,7 @@ def test_an_optional_without_a_known_default_is_reported(tmp_path):
     })
     views = Views(ws)
     choice = choose_params_kernel(views, Templates(), Spec, Options())
-    for change in host_step(StepContext(views, Templates(), Spec, Options(), choice)):
+    for change in host_step(StepContext(views, Templates(), OpPlan(Spec, choice))):
         ws.apply(change)
     notes = [str(n) for n in choice.notes]
     assert notes == ["FooParams.lo: no catalog default for an unset lo; the host passes 0 with has_lo = false "

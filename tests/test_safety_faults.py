@@ -46,12 +46,14 @@ def record(test: str, cases: int, files: int, differing: int) -> None:
 def new_op_transaction(root: Path, ops: tuple[str, ...], expr: dict[str, str] | None = None):
     """Several new-op edits planned in one Workspace: one transaction, as migrate makes."""
     from mpsgen.edit.pipeline import NEW_OP_STEPS, plan_op
+    from mpsgen.facts.plan import plan_for
 
     ws = Workspace(Checkout(root))
     views, templates = Views(ws, disk_cache=True), Templates(root)
     for op in ops:
         options = Options(expr=(expr or {}).get(op))
-        plan_op(views, templates, resolve_op(views, op, options, mode="new-op"), options, NEW_OP_STEPS)
+        spec = resolve_op(views, op, options, mode="new-op")
+        plan_op(views, templates, plan_for(views, spec, options, templates=templates, mode="new-op"), NEW_OP_STEPS)
     return ws.plan(ops)
 
 

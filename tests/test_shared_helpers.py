@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from mpsgen.edit.functor import SHARED_HELPERS, shared_helpers
+from mpsgen.facts.functor import SHARED_HELPERS, shared_helpers
 from mpsgen.edit.templates import Templates
 from mpsgen.read.kernelfile import NamespacePrefixes
 

@@ -269,7 +269,8 @@ def test_a_kernel_plan_without_reports_writes_the_same_text():
     macros and explicit registrations), no changes or notes."""
     from pathlib import Path
 
-    from mpsgen.edit.kernel import plan_kernel, registrations_for
+    from mpsgen.edit.kernel import plan_kernel
+    from mpsgen.facts.choice import registrations_for
 
     rel = "aten/src/ATen/native/mps/kernels/ListMacros.metal"
     text = (Path(__file__).resolve().parent / "data" / "listmacro" / "ListMacros.metal").read_text(encoding="utf-8")

@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mpsgen.commands.confirm import kernel_hint
 from mpsgen.commands.tryop.api import TryOptions, TryReport, try_op
 from mpsgen.commands.tryop.compare import DtypeResult, Mismatch
 from mpsgen.commands.tryop.lookup import native_reduction
@@ -365,7 +366,8 @@ def audit_op(root: str, op: str, options: AuditOptions) -> OpAudit:
     checkout = Checkout(Path(root))
     try:
         report = try_op(checkout, op, TryOptions(backend=options.backend, reference="torch", seed=options.seed,
-                                                 samples=options.samples, examples=KEPT_CASES))
+                                                 samples=options.samples, examples=KEPT_CASES),
+                        suggest=kernel_hint)
     except CheckFailed as exc:  # the kernel did not compile on the host, crashed or did not finish
         return OpAudit(op, "not-run", _one_line(exc), seconds=time.perf_counter() - started)
     except MpsgenError as exc:  # what try refuses (no functor, arity, no reference)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from mpsgen.commands.tryop.api import TryOptions, try_op
@@ -24,7 +23,12 @@ from mpsgen.commands.tryop.compare import edge_note, nearer_note
 from mpsgen.commands.tryop.references import REFERENCES
 from mpsgen.edit.clangformat import added_line_ranges
 from mpsgen.commands.tryop.coverage import untaken_lines
-from mpsgen.edit.kernel import KernelChoice
+from mpsgen.edit.pipeline import plan_op
+from mpsgen.edit.workspace import Workspace
+from mpsgen.facts.choice import KernelChoice
+from mpsgen.facts.plan import OpPlan, Verdict
+from mpsgen.facts.templates import Templates
+from mpsgen.facts.views import Views
 from mpsgen.errors import CheckFailed, MpsgenError
 from mpsgen.facts.catalog import lookup
 from mpsgen.model import Note, Plan
@@ -47,15 +51,39 @@ _OUTSIDE_PATTERN = re.compile(r"cannot run \S+ on the host: ")
 _FUNCTOR = re.compile(r"\bstruct\s+(\w+)_functor\b")
 
 
-@dataclass(frozen=True)
-class BodyCheck:
-    """`passed`: True (every value matched), False (`why` holds the failing values or the
-    compiler's line), None (not checked or only compiled, `why` says why); `note`: the line the
-    plan reports."""
+# `passed`: True (every value matched), False (`why` holds the failing values or the compiler's
+# line), None (not checked or only compiled, `why` says why); `note`: the line the plan reports
+BodyCheck = Verdict
 
-    passed: bool | None
-    why: str
-    note: Note
+
+class PlannedCheck:
+    """The check `mpsgen.facts.plan.plan_for` asks of a derived body (the command supplies it:
+    try lives here): the op's plan written (edit/, on a fork of the command's Workspace, as the
+    command's steps write it) to give the kernel as planned, then `check_body` on it. The fork of
+    the plan finally chosen is what the command takes (`write`): the op is not planned twice."""
+
+    def __init__(self, checkout: Checkout, views: Views, templates: Templates, steps):
+        self.checkout, self.views, self.templates, self.steps = checkout, views, templates, steps
+        self._written: tuple[OpPlan, Workspace, Views] | None = None
+
+    def __call__(self, plan: OpPlan) -> Verdict | None:
+        fork = self.views.ws.fork()
+        views = Views(fork, disk_cache=self.views.disk_cache)
+        views.lend(self.views)
+        plan_op(views, self.templates, plan, self.steps)
+        self._written = (plan, fork, views)
+        return check_body(self.checkout, fork.fork().plan(), plan.spec.op, plan.body_kernel)
+
+    def write(self, plan: OpPlan) -> None:
+        """`plan` written into the command's Workspace: the fork the check planned it on when that
+        was this very plan, else planned now."""
+        if self._written is not None and self._written[0].kernel is plan.kernel and self._written[0].owner is plan.owner:
+            _, fork, views = self._written
+            self.views.ws.take(fork)
+            self.views.lend(views)
+        else:
+            plan_op(self.views, self.templates, plan, self.steps)
+        self._written = None
 
 
 def torch_importable() -> bool:

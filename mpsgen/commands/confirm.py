@@ -8,6 +8,7 @@ from mpsgen.edit.pipeline import MIGRATE_STEPS, NEW_OP_STEPS, check_single_regis
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
+from mpsgen.facts.plan import plan_for
 from mpsgen.facts.resolve import OpSpec, Options, Refusal, resolve_op
 from mpsgen.facts.views import Views
 from mpsgen.read.checkout import Checkout
@@ -47,7 +48,8 @@ def migrate_refusal(checkout: Checkout, op: str, base: Views | None = None, temp
     try:
         spec = resolve_checked(views, op, Options(), mode=mode)
         steps = MIGRATE_STEPS if mode == "migrate" else NEW_OP_STEPS
-        plan_op(views, templates or Templates(checkout.root), spec, Options(), steps)
+        templates = templates or Templates(checkout.root)
+        plan_op(views, templates, plan_for(views, spec, Options(), templates=templates, mode=mode), steps)
         if mode == "migrate":
             check_single_registration(views, spec)
     except MpsgenError as exc:
@@ -71,3 +73,12 @@ def accepting_command(checkout: Checkout, op: str):
         refusals[mode] = refusal
     pointing_elsewhere = "`mpsgen migrate" in (refusals["new-op"].hint or "")
     return None, refusals["migrate"] if pointing_elsewhere else refusals["new-op"]
+
+
+def kernel_hint(checkout: Checkout, op: str) -> str:
+    """What `try` says of an op with no native Metal kernel: the command that would give it one
+    (`accepting_command`), else why neither would (try takes this as its `suggest`)."""
+    command, refusal = accepting_command(checkout, op)
+    if command:
+        return f"give it one with `{command}`"
+    return f"mpsgen cannot give it one as it stands: {refusal.message}" + (f"; {refusal.hint}" if refusal.hint else "")

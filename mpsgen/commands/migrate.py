@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mpsgen.commands.bodycheck import check_body
+from mpsgen.commands.bodycheck import PlannedCheck
 from mpsgen.commands.confirm import resolve_checked
 from mpsgen.edit.linemap import EditMap
-from mpsgen.edit.pipeline import MIGRATE_STEPS, check_single_registration, plan_op
+from mpsgen.edit.pipeline import MIGRATE_STEPS, check_single_registration
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
+from mpsgen.facts.plan import plan_for
 from mpsgen.facts.resolve import Options
 from mpsgen.facts.views import Views
 from mpsgen.errors import MpsgenError
@@ -20,39 +21,30 @@ from mpsgen.read.checkout import Checkout
 def plan_migrate(checkout: Checkout, ops: tuple[str, ...], options: Options, base: Views | None = None,
                  templates: Templates | None = None) -> Plan:
     """Plan every op in one Workspace: the second op sees the first one's edits, and an error in
-    any op means nothing is written at all. A derived body is run by `try` first
-    (`commands.bodycheck`); one that fails is planned again without that source. `base`, Views of
-    the unedited checkout, lends what it has parsed (`Views.lend`: a view serves only the very text
-    it was built from), and `templates` its compiled templates: scan confirming many candidates."""
+    any op means nothing is written at all. Each op's plan is decided once (`facts.plan.plan_for`),
+    a derived body run by `try` first (`commands.bodycheck.PlannedCheck`: one that fails is decided
+    again without that source), then written. `base`, Views of the unedited checkout, lends what it
+    has parsed (`Views.lend`: a view serves only the very text it was built from), and `templates`
+    its compiled templates: scan confirming many candidates."""
     ops = tuple(dict.fromkeys(ops))
-    per_op = {op: options for op in ops}
     notes = []
     templates = templates or Templates(checkout.root)
-    while True:
-        ws = Workspace(checkout)
-        views = Views(ws, disk_cache=True)
-        if base is not None:
-            views.lend(base)
-        kernels = {}
-        for op in ops:
-            try:
-                spec = resolve_checked(views, op, per_op[op], mode="migrate")
-                kernels[op] = plan_op(views, templates, spec, per_op[op], MIGRATE_STEPS)
-                check_single_registration(views, spec)
-            except MpsgenError as exc:
-                raise on_disk(exc, ws, checkout) from None
-        plan = ws.plan(ops)
-        failed = False
-        for op in ops:
-            check = check_body(checkout, plan, op, kernels[op])
-            if check is None:
-                continue
-            notes.append(check.note)
-            if check.passed is False:
-                failed = True
-                per_op[op] = replace(per_op[op], rejected=per_op[op].rejected + ((kernels[op].source, check.why),))
-        if not failed:
-            return replace(plan, notes=plan.notes + tuple(dict.fromkeys(notes)))
+    ws = Workspace(checkout)
+    views = Views(ws, disk_cache=True)
+    if base is not None:
+        views.lend(base)
+    for op in ops:
+        try:
+            spec = resolve_checked(views, op, options, mode="migrate")
+            check = PlannedCheck(checkout, views, templates, MIGRATE_STEPS)
+            op_plan = plan_for(views, spec, options, check, templates=templates, mode="migrate")
+            check.write(op_plan)
+            check_single_registration(views, spec)
+        except MpsgenError as exc:
+            raise on_disk(exc, ws, checkout) from None
+        notes.extend(op_plan.checked)
+    plan = ws.plan(ops)
+    return replace(plan, notes=plan.notes + tuple(dict.fromkeys(notes)))
 
 
 def on_disk(exc: MpsgenError, ws: Workspace, checkout: Checkout) -> MpsgenError:

@@ -64,16 +64,17 @@ from mpsgen.commands.scanreport import (
 from mpsgen.commands.confirm import migrate_refusal
 from mpsgen.commands.kept import environment, keep_scan, kept_scan
 from mpsgen.commands.migrate import body_turned_down
-from mpsgen.edit.pipeline import choose_body
-from mpsgen.edit.functor import Body
-from mpsgen.edit.params import derived_params_body, params_candidate
+from mpsgen.edit.params import params_candidate
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.bodyoffer import NoBody
 from mpsgen.facts.catalog import load_catalog, lookup
+from mpsgen.facts.functor import Body
 from mpsgen.facts.params import checkout_enums, is_params_stub
+from mpsgen.facts.paramskernel import derived_params_body
 from mpsgen.facts.perdevice import per_device_sites
+from mpsgen.facts.plan import choose_body
 from mpsgen.facts.reduction import REDUCTION_FAMILY
 from mpsgen.facts.resolve import Options, composite_of, generation_problem, resolve_op, reused_functor
 from mpsgen.facts.rules import MPSGRAPH
@@ -327,7 +328,7 @@ def _derived_candidate(views, op: str, what: str, graph: str) -> Candidate:
 
 
 def derived_params(views: Views, op: str) -> tuple[str | None, str]:
-    """`derived_body` for a params op (`mpsgen.edit.params.derived_params_body`)."""
+    """`derived_body` for a params op (`mpsgen.facts.paramskernel.derived_params_body`)."""
     try:
         spec = resolve_op(views, op, Options(), "migrate")
         if spec.params is None:

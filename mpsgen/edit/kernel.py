@@ -8,24 +8,11 @@ import re
 from dataclasses import dataclass, replace
 
 from mpsgen.dtypes import METAL_INPUT_TYPES
-from mpsgen.errors import MpsgenError
-from mpsgen.edit.functor import Body
-from mpsgen.edit.reduction import ReductionChoice
-from mpsgen.facts.params import ParamsSpec
 from mpsgen.model import Change, FileChange, Location, Note
-from mpsgen.read.checkout import C10_METAL_DIR
 from mpsgen.read.cpp import conditions_by_line, mask_code
 from mpsgen.read.kernelfile import KernelFile, Registration, read_kernel_file
 from mpsgen.read.metalread import KernelReading
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
-
-# Group macros defined by kernel files (e.g. BinaryKernel.metal): used when present, as upstream does.
-BINARY_GROUP_MACROS = {
-    "float": "REGISTER_FLOAT_BINARY_OP",
-    "int2float": "REGISTER_INT2FLOAT_BINARY_OP",
-    "integer": "REGISTER_INTEGER_BINARY_OP",
-}
-
 
 def bfloat_guard(text: str, kernel: KernelFile) -> str | None:
     """The `#if __METAL_VERSION__ >= ...` line when every bfloat registration of the file sits
@@ -58,38 +45,6 @@ def groups_separated_by_blank_lines(text: str, kernel: KernelFile) -> bool:
                 joined += 1
         previous = (reg, end)
     return separated > joined
-
-
-def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...], macros: frozenset[str], path: str,
-                      output: str = "") -> list[Registration]:
-    """The REGISTER_* lines that instantiate `name`'s functor for the dtype groups; `output`: the
-    output type of every one (bool for a logical op), else as the group says (`int2float`: float,
-    the others the input type)."""
-    out: list[Registration] = []
-    for group in groups:
-        types = METAL_INPUT_TYPES[group]
-        if (arity == 2 and not alpha and not output and group in BINARY_GROUP_MACROS
-                and BINARY_GROUP_MACROS[group] in macros):
-            out.append(Registration(BINARY_GROUP_MACROS[group], (name,)))
-            continue
-        if arity == 1:
-            macro = "REGISTER_UNARY_ALPHA_OP" if alpha else "REGISTER_UNARY_OP"
-        elif arity == 2:
-            macro = "REGISTER_BINARY_ALPHA_OP" if alpha else "REGISTER_BINARY_OP"
-        else:
-            macro = "REGISTER_TERNARY_ALPHA_OP" if alpha else "REGISTER_TERNARY_OP"
-        if macro not in macros:
-            raise MpsgenError(
-                f"the checkout defines no {macro} macro (looked in {C10_METAL_DIR}/*.h and {path})",
-                hint="this checkout's Metal vocabulary differs from what mpsgen knows; register the functor by hand",
-            )
-        for t in types:
-            out_type = output or ("float" if group == "int2float" else t)
-            # alpha kernels: (input, alpha, output); the host passes alpha in the iterator's common
-            # dtype, which is float for integer inputs of an op that promotes them to float
-            args = (name, t, out_type, out_type) if alpha else (name, t, out_type)
-            out.append(Registration(macro, args, group))
-    return out
 
 
 def plan_kernel(text: str, path: str, functor: str, functor_text: str, registrations: list[Registration],
@@ -282,21 +237,6 @@ def _at_unterminated_end(text: str, span: tuple[int, int, str], newline: str) ->
     if start == len(text) and new and text and not text.endswith(("\n", "\r")):
         return start, end, newline + new.removesuffix(newline)
     return span
-
-
-@dataclass(frozen=True)
-class KernelChoice:
-    """What the kernel and host steps write, decided before any file is planned."""
-
-    source: str  # catalog | expr | placeholder | existing
-    text: str  # the functor ("" keeps an existing one)
-    registrations: tuple[Registration, ...]  # the registration lines to add
-    registered: frozenset[str]  # torch dtypes the kernel serves after the change
-    registration_macro: str = ""  # a #define the registrations use (params kernels)
-    params: ParamsSpec | None = None  # with its groups, for params kernels
-    notes: tuple[Note, ...] = ()
-    reduction: ReductionChoice | None = None  # a reduction's struct, registrations and launcher
-    body: Body | None = None  # the functor body chosen, for the run-time check
 
 
 # ------------------------------------------------------------------ list macros (the file's idiom)

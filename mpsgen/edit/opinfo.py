@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 
 from mpsgen.edit.testlists import TestListChange
-from mpsgen.facts.rules import BACKEND_DTYPE, LEGACY_RAISE
 from mpsgen.model import Location
 from mpsgen.read.opinfo import (
     FAILURE_DECORATORS,
@@ -76,7 +75,7 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
                             "so the test keeps failing whatever the kernel registers"), ""
         missing = sorted(relevant - covered)
         stated = reason(skip_message(decorator)) if reason is not None and relevant and not missing else None
-        if stated is not None and stated.kind == BACKEND_DTYPE:
+        if stated is not None and stated.backend_dtype:
             return "kept", f"{kind} for {target}: {stated.why_kept()}", ""
         if stated is not None and stated.numerical:
             return "kept", (f"{kind} for {target}: its reason is the numbers the dtype gives ({stated.quote!r}), "
@@ -109,7 +108,7 @@ def _classify(element: ast.expr, covered: frozenset[str], reason=None, tested: f
     if unserved:
         return ("kept", f"{kind} for {target}: its reason is that MPS lacks the op ({why.quote!r}), but the kernel does "
                 f"not register {', '.join(unserved)}: those would still fail (narrow it with dtypes=)", "")
-    if out_fixed and why.kind == LEGACY_RAISE:
+    if out_fixed and why.legacy_raise:
         return ("removed-decorator", f"{kind} for {target}: its reason is an error the removed MPS kernel raises "
                 f"({why.quote!r}), which goes with it", "")
     if out_fixed:

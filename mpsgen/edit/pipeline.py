@@ -1,14 +1,16 @@
-"""The one ordered pipeline `new-op` and `migrate` plan through.
+"""The one ordered pipeline `new-op` and `migrate` write through.
 
     facts (`mpsgen.facts.views`) -> resolve (`mpsgen.facts.resolve`: an OpSpec, or a refusal)
-      -> choose the kernel once (body, dtype groups by `mpsgen.facts.rules`, registrations)
-      -> each step plans its files: dispatch, kernel, host, tests[, legacy]
+      -> the op's whole plan, decided once (`mpsgen.facts.plan.plan_for`: body, dtype groups,
+         functor text, registrations, test-list verdicts) -> here: each step writes its files from
+         the plan: dispatch, kernel, host, tests[, legacy]
       -> every FileChange applied to the Workspace in order -> Plan
 
 Every step has the same shape: it takes the step context and returns `FileChange`s (a file's new
-text, the `Change`s made, the `Note`s about what was left alone); a step that cannot plan raises
-`MpsgenError` with the location. Steps read the Workspace as the earlier steps left it, so a second
-op of one migration sees the first op's edits.
+text, the `Change`s made, the `Note`s about what was left alone); a step that cannot place what
+the plan says raises `MpsgenError` with the location. Steps read the Workspace as the earlier steps
+left it, so a second op of one migration sees the first op's edits. Nothing here decides what the
+kernel is: edit/ reads neither `mpsgen.facts.bodies` nor `mpsgen.facts.rules`.
 """
 
 from __future__ import annotations
@@ -18,35 +20,26 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.edit.dispatch import plan_dispatch
-from mpsgen.edit.expectations import plan_expectations, test_names
-from mpsgen.edit.functor import (Body, derived_helpers, fallback_notes, find_body, render_functor, shared_helpers,
-                                 validate_flag)
+from mpsgen.edit.expectations import plan_expectations
 from mpsgen.edit.host import function_suffix, plan_host
-from mpsgen.edit.kernel import KernelChoice, plan_kernel, registrations_for
+from mpsgen.edit.kernel import plan_kernel
 from mpsgen.edit.launcher import plan_alpha_launcher, plan_launcher
 from mpsgen.edit.legacy import plan_legacy
-from mpsgen.edit.params import choose_params_kernel, plan_header, plan_include
-from mpsgen.edit.reduction import ReductionChoice, plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
+from mpsgen.edit.params import plan_header, plan_include
+from mpsgen.edit.reduction import plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.bodies import BodyRequest, BodyResolution, resolve_body
-from mpsgen.facts.reduction import (base_launcher_call, converted_inputs, launcher_call, load_mode_problem, op_pairs,
-                                    plan_orders, sibling_line,
-                                    reduction_host_of,
-                                    reduction_kernels_of, registration_macro)
-from mpsgen.facts.launcher import (TernaryAlphaLauncher, alpha_added_register_macros, ternary_alpha_launcher,
-                                   ternary_params_launcher)
+from mpsgen.facts.choice import KernelChoice
+from mpsgen.facts.launcher import ternary_params_launcher
 from mpsgen.facts.params import exec_with_params_available
-from mpsgen.facts.perdevice import mps_function_state
-from mpsgen.facts.resolve import OpSpec, Options, resolve_op
-from mpsgen.facts.rules import choose_groups, int_to_float_reason, output_type, refuse_uncalled_groups
-from mpsgen.facts.views import METAL_TO_TORCH, HostView, Views
+from mpsgen.facts.plan import OpPlan
+from mpsgen.facts.reduction import reduction_kernels_of
+from mpsgen.facts.resolve import OpSpec
+from mpsgen.facts.testplan import test_names
+from mpsgen.facts.views import HostView, Views
 from mpsgen.model import FileChange, Location, Note
-from mpsgen.read.c10lib import checkout_functions
-from mpsgen.read.checkout import NATIVE_DIR, NATIVE_FUNCTIONS
-from mpsgen.read.kernelfile import namespace_prefixes
+from mpsgen.read.checkout import NATIVE_FUNCTIONS
 from mpsgen.read.metalhost.check import SKIPPED, DiagnosticContext, compile_metal_file
 from mpsgen.read.metalhost.owners import diagnostic_owners
 
@@ -55,168 +48,21 @@ from mpsgen.read.metalhost.owners import diagnostic_owners
 class StepContext:
     views: Views
     templates: Templates
-    spec: OpSpec
-    options: Options
-    kernel: KernelChoice
+    plan: OpPlan
+
+    @property
+    def spec(self) -> OpSpec:
+        return self.plan.spec
+
+    @property
+    def kernel(self) -> KernelChoice:
+        return self.plan.kernel
 
     def read(self, rel: str) -> str:
         return self.views.ws.read(rel)
 
 
 Step = Callable[[StepContext], Iterable[FileChange]]
-
-
-def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Options) -> KernelChoice:
-    """The functor body, its dtype groups (the tested dtypes the body serves, never fewer than the
-    tests expect to work: `mpsgen.facts.rules.choose_groups`) and its registrations."""
-    if options.body != "auto" and spec.reduction is not None:
-        raise MpsgenError(f"--body {options.body}: {spec.op} is a reduction, whose body comes from the catalog or the "
-                          "flags, not from the body sources", hint="drop --body")
-    if spec.params is not None:
-
-        return choose_params_kernel(views, templates, spec, options)
-    if spec.reduction is not None:
-        return choose_reduction_kernel(views, templates, spec)
-
-    kernel = views.kernel(spec.kernel_file)
-    existing = spec.functor in kernel.functors and options.dtypes is None and options.expr is None
-    if existing:
-        # an existing functor is reused as it is registered (as upstream did for conj_physical)
-        registered = kernel.registered.get(spec.functor)
-        groups = registered.groups if registered else ()
-        if not groups:
-            raise MpsgenError(
-                f"struct {spec.functor}_functor exists in {spec.kernel_file} but is registered for no dtype",
-                location=Location(spec.kernel_file, kernel.functor_line(views.ws.read(spec.kernel_file), spec.functor)),
-                hint="pass --dtypes to choose the dtype groups to register",
-            )
-        body = Body("existing", groups, groups, f"the existing {spec.functor}_functor")
-        groups = choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults, explicit=groups,
-                               body=body.describe)
-        notes = ()
-        if spec.compiled is not None:
-            compiled = spec.compiled
-            notes = (Note("info", f"{spec.stub.name} is registered with {compiled.functor}_functor, which "
-                                  f"{compiled.kernel_file} already compiles ({', '.join(groups)}): no second functor; "
-                                  f"{compiled.why}", compiled.location),)
-        return KernelChoice("existing", "", (), torch_dtypes_for(groups), notes=notes)
-    uncalled = refuse_uncalled_groups(spec.facts, options.dtypes)
-    body, groups = choose_body(views, spec, options)
-
-    c10_functions = checkout_functions(views.ws, disk_cache=views.disk_cache)
-    kernel_text = views.ws.read(spec.kernel_file)
-    namespaces = namespace_prefixes(kernel_text)
-    choice = render_functor(templates, body, name=spec.functor, arity=spec.arity, alpha=spec.alpha,
-                            expr=options.expr, groups=groups, namespaces=namespaces, c10_functions=c10_functions,
-                            alpha_name=spec.alpha_name)
-    # the helpers its complex overload calls, once per file (an earlier op may have written them)
-    helpers = shared_helpers(templates, choice.text, kernel_text, namespaces=namespaces, c10_functions=c10_functions)
-    choice = replace(choice, text=helpers + derived_helpers(body, kernel_text) + choice.text)
-    macros = kernel.file.own_macros | views.c10_register_macros()
-    if spec.arity == 3 and spec.alpha:
-        macros |= alpha_added_register_macros(views.ws)  # added with the Scalar-taking launcher (kernel step)
-    registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file,
-                                      output=body.output)
-    warning = (Note("todo", uncalled, spec.facts.entries[0].location),) if uncalled else ()
-    notes = warning + fallback_notes(body, c10_functions)
-    if body.derived:
-        notes += (Note("info", f"body: from {body.location}, {body.describe}"),)
-    if body.source == "expr" and options.dtypes is None and "int2float" in choice.groups:
-        notes += (Note("info", f"int2float registered for the --expr body: integer inputs give float "
-                               f"({int_to_float_reason(spec.facts)})", spec.facts.entries[0].location),)
-    return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
-                        notes=notes, body=body)
-
-
-def choose_body(views: Views, spec: OpSpec, options: Options) -> tuple[Body, tuple[str, ...]]:
-    """The functor's body (`find_body` over the resolver's answer) and its dtype groups
-    (`choose_groups`). A derived body serving fewer dtypes than the tests expect is turned down as
-    one failing `try` is: the next source is asked, else the placeholder (which takes every group)."""
-    while True:
-        body = find_body(body_resolution(views, spec, options), op=spec.op, name=spec.functor, arity=spec.arity,
-                         alpha=spec.alpha, expr=options.expr, dtypes=options.dtypes, forced=options.body,
-                         alpha_name=spec.alpha_name, promotes=int_to_float_reason(spec.facts),
-                         scalar=scalar_naming(spec))
-        body = replace(body, output=output_type(spec.facts, body.output))  # signbit's meta: bool
-        try:
-            return body, choose_groups(views, spec.facts, supports=body.supports, defaults=body.defaults,
-                                       explicit=options.dtypes, body=body.describe,
-                                       minimal=body.source == "placeholder")
-        except MpsgenError as exc:
-            if not body.derived or options.body != "auto":
-                raise
-            why = f"its body serves {', '.join(body.supports)} only, and {exc.message.split(': ', 1)[-1]}"
-            options = replace(options, rejected=options.rejected + ((body.source, why),))
-
-
-def scalar_naming(spec: OpSpec) -> str:
-    """How the functor's scalar operand got its name (for an --expr naming something else): the
-    shared function's call of the stub names it, else nothing in the checkout does."""
-    if not spec.alpha:
-        return ""
-    if spec.call is not None and spec.alpha_name != "alpha":
-        return (f"{spec.alpha_name} is the Scalar {spec.stub.name} takes, named as {spec.call.function} passes it "
-                f"at {spec.call.where}")
-    return (f"alpha is the Scalar {spec.stub.name} takes ({spec.stub.signature}): no call of it in this checkout's "
-            f"{NATIVE_DIR}/*.cpp names it, so it is alpha")
-
-
-def body_resolution(views: Views, spec: OpSpec, options: Options) -> BodyResolution:
-    """Every body source's answer for the op (`mpsgen.facts.bodies`), in the kernel file's spelling."""
-    if options.expr is not None and options.body != "auto":
-        raise MpsgenError(f"--expr and --body {options.body} both choose the body", hint="pass one of them")
-    request = BodyRequest(views, spec.facts, spec.op, spec.functor, spec.arity, spec.alpha, options.expr,
-                          namespace_prefixes(views.ws.read(spec.kernel_file)),
-                          checkout_functions(views.ws, disk_cache=views.disk_cache), alpha_name=spec.alpha_name)
-    return resolve_body(request, forced=options.body, rejected=dict(options.rejected))
-
-
-def choose_reduction_kernel(views: Views, templates: Templates, spec: OpSpec) -> KernelChoice:
-    """A reduction's op struct (catalog), its (input, output) pairs (the catalog's sibling op's, read
-    from the kernel file), the file's registration macro and the host launcher its siblings call."""
-    body = spec.reduction
-    kernels = reduction_kernels_of(views, spec.kernel_file)
-    host = reduction_host_of(views, spec.host_file)
-    if kernels is None or host is None:
-        raise MpsgenError(f"{spec.kernel_file} or {spec.host_file} is missing", hint="check the checkout")
-    pairs = op_pairs(kernels, body)
-    if not pairs:
-        raise MpsgenError(f"{spec.kernel_file} registers no {body.pairs_like}_reduction* kernels to take {spec.op}'s "
-                          "(input, output) pairs from", location=Location(spec.kernel_file, 1),
-                          hint="register the op's pairs by hand")
-    macro = registration_macro(views.ws.read(spec.kernel_file), spec.kernel_file)
-    register_macro = f"REGISTER_{spec.functor.upper()}"
-    registered = frozenset(METAL_TO_TORCH[i] for i, _ in pairs if i in METAL_TO_TORCH)
-    if body.load_modes:
-        # the base op's struct with a load mode per order: no struct to write, the base op's launcher
-        problem = load_mode_problem(views.ws.read(spec.kernel_file), spec.kernel_file, body)
-        if problem is not None:
-            raise problem
-        call = base_launcher_call(views, host, spec.host_file, body.pairs_like)
-        orders = plan_orders(views, spec.kernel_file, body, pairs, kernels)
-        instances = tuple((o.prefix, f"{body.struct}<TO, {o.order.mode}>") for o in orders if o.register)
-        choice = ReductionChoice(body, "", macro, register_macro, pairs, call.launcher, call.location, call.rest,
-                                 instances, orders)
-        notes = tuple(Note("info", o.why, o.location) for o in orders if o.why)
-        return KernelChoice("catalog", "", (), registered, reduction=choice, notes=notes)
-    launcher, where = launcher_call(views, host, spec.host_file)
-    if body.source == "flags":
-        for flag, expr, names in (("--identity", body.identity, ("acc_t",)), ("--combine", body.combine, ("a", "b")),
-                                  ("--finalize", body.finalize, ("v",))):
-            validate_flag(flag, expr, names)
-        text = templates.render("reduction_op_flags.metal.j2", struct=body.struct, acc=body.acc,
-                                identity=body.identity, combine=body.combine, finalize=body.finalize)
-    else:
-        text = templates.render("reduction_op.metal.j2", struct=body.struct, identity=body.identity,
-                                combine=body.combine, simd=body.simd, threadgroup=body.threadgroup)
-    converted = converted_inputs(kernels, body, pairs)
-    choice = ReductionChoice(body, text, macro, register_macro, pairs, launcher, where, converted=converted)
-    registered |= {METAL_TO_TORCH[t] for t in converted if t in METAL_TO_TORCH}
-    notes = tuple(Note("info", f"{spec.op} registers no {t} kernel ({body.pairs_like}'s {t} kernels are registered here); "
-                               f"its host function converts a {t} input to the output's type and reduces it with "
-                               f"{spec.op}'s kernels for that type", Location(spec.kernel_file, line))
-                  for t, line in ((t, sibling_line(kernels, body.pairs_like, t)) for t in converted))
-    return KernelChoice(body.source, text, (), registered, reduction=choice, notes=notes)
 
 
 # ------------------------------------------------------------------------------------------ steps
@@ -242,12 +88,10 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
         yield plan_reduction_kernel(text, spec.kernel_file, kernel.reduction,
                                     reduction_kernels_of(c.views, spec.kernel_file))
         return
-    if kernel.params is None and spec.arity == 3 and spec.alpha:
-        # exec_ternary_kernel taking the op's Scalar (and the c10 kernels it binds), where the
-        # checkout's takes none (`generation_problem` checked they can be added): planned first
-        launcher = ternary_alpha_launcher(c.views.ws)
-        if isinstance(launcher, TernaryAlphaLauncher) and launcher.missing:
-            yield from plan_alpha_launcher(c.read, c.templates, launcher)
+    if kernel.alpha_launcher is not None:
+        # exec_ternary_kernel taking the op's Scalar where the checkout's takes none (the plan
+        # decided it): planned first, so the kernel file registering through it compiles when checked
+        yield from plan_alpha_launcher(c.read, c.templates, kernel.alpha_launcher)
     if kernel.params is not None:
         if kernel.params.arity == 3 and not exec_with_params_available(c.views.ws, 3):
             # the library's ternary params launcher (and the c10 kernels it binds, where those are
@@ -308,17 +152,17 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
 
 
 def tests_step(c: StepContext) -> Iterable[FileChange]:
-    """The OpInfo decorators and common_mps.py lists, by `mpsgen.facts.rules` (a reduction's
-    registered dtypes: the input dtypes of the pairs it registers)."""
+    """The OpInfo decorators and common_mps.py lists, by the plan's verdicts (`mpsgen.facts.testplan`;
+    a reduction's registered dtypes: the input dtypes of the pairs it registers)."""
 
-    yield from plan_expectations(c.views, c.spec.facts, c.kernel.registered, drop_undefined=c.options.drop_undefined)
+    yield from plan_expectations(c.views, c.spec.facts, c.plan.tests)
 
 
 def legacy_step(c: StepContext) -> Iterable[FileChange]:
     """(migrate) the MPSGraph implementation and what it leaves unused."""
 
     if c.spec.legacy:
-        changes = plan_legacy(c.views, c.spec, c.options.legacy_files)
+        changes = plan_legacy(c.views, c.spec, c.plan.legacy_files)
         before = {change.path: c.read(change.path) for change in changes}
         yield from changes
         if c.kernel.reduction is not None:
@@ -336,85 +180,61 @@ NEW_OP_STEPS: tuple[tuple[str, Step], ...] = (
 MIGRATE_STEPS: tuple[tuple[str, Step], ...] = NEW_OP_STEPS + (("legacy", legacy_step),)
 
 
-def plan_op(views: Views, templates: Templates, spec: OpSpec, options: Options,
-            steps: tuple[tuple[str, Step], ...]) -> KernelChoice | None:
-    """Plan one op into the Workspace: every step in order, each step's FileChanges applied before
-    the next step reads. An op that is already native Metal gets a note and no edit. Returns the
-    kernel chosen (its body, for the command's run-time check)."""
+def plan_op(views: Views, templates: Templates, plan: OpPlan, steps: tuple[tuple[str, Step], ...]) -> None:
+    """Write one op's plan (`mpsgen.facts.plan.plan_for`) into the Workspace: every step in order,
+    each step's FileChanges applied before the next step reads. An op that is already native Metal
+    gets the plan's note and no edit."""
 
     ws = views.ws
+    spec = plan.spec
     facts = spec.facts
     where = spec.shared[0].line.location if spec.shared else facts.entries[0].location
+    if plan.native is not None:
+        ws.add_note(plan.native)
+        return
     if spec.composite is not None:
-        if facts.native:
-            ws.add_note(Note("info", f"{spec.op} is already served on MPS through its shared function: "
-                                     f"{spec.composite.describe()}", where))
-            return
         for note in spec.notes:
             ws.add_note(Note("info", note, spec.composite.functions[0].location
                                         if spec.composite.functions and spec.composite.functions[0].recorded is None
                                         else where))
-        kernel = None
-        if spec.composite.registers is not None:
-            kernel = plan_owner_kernel(views, templates, spec, options, steps)
+        if plan.owner is not None:
+            plan_owner_kernel(views, templates, plan.owner, steps)
         else:
             ws.add_note(Note("info", f"{spec.op}: no kernel, host or test-list edit (its dtypes are those of what it "
                                      "calls); the dispatch line and the legacy implementation change", where))
         for name, step in steps:
             if name in ("dispatch", "legacy"):
-                context = StepContext(views, templates, spec, options, KernelChoice("composite", "", (), frozenset()))
-                for change in step(context):
+                for change in step(StepContext(views, templates, plan)):
                     ws.apply(change)
         ws.add_step("build: cd build && ninja torch_cpu")
         for test in test_names(facts) or (f"test_output_match_{spec.op}",):
             ws.add_step(f"test: python test/test_mps.py -k {test}")
-        return kernel
-    if (spec.per_device is not None and facts.registrations and options.dtypes is None and options.expr is None
-            and all((state := mps_function_state(views, body.kernel, spec.stub)) is not None and state.calls_stub
-                    and not state.graph for body in spec.per_device.bodies)):
-        reg = facts.registrations[0]
-        names = ", ".join(body.kernel for body in spec.per_device.bodies)
-        ws.add_note(Note("info", f"{spec.op} is already native Metal: {names} call{'s' if len(spec.per_device.bodies) == 1 else ''} "
-                                 f"{spec.stub.name} for kMPS ({spec.stub.name} -> {reg.function})", reg.location))
         return
-    if facts.native and facts.registrations and options.dtypes is None and options.expr is None:
-        reg = facts.registrations[0]
-        ws.add_note(Note("info", f"{spec.op} is already native Metal ({spec.stub.name} -> {reg.function})", reg.location))
-        return None
-    context = StepContext(views, templates, spec, options, choose_kernel(views, templates, spec, options))
+    context = StepContext(views, templates, plan)
     for note in spec.notes:  # how the stub was found (path:line), how a loss reduces
         ws.add_note(Note("info", note, where))
     for name, step in steps:
         for change in step(context):
             ws.apply(change)
-        if name == "kernel" and options.expr is not None and context.kernel.text:
-            check_expr(views, spec, options.expr)
+        if name == "kernel" and plan.expr is not None and plan.kernel.text:
+            check_expr(views, spec, plan.expr)
     ws.add_step("build: cd build && ninja torch_cpu")
     for test in test_names(facts) or (f"test_output_match_{spec.op}",):
         ws.add_step(f"test: python test/test_mps.py -k {test}")
-    return context.kernel
 
 
-def plan_owner_kernel(views: Views, templates: Templates, spec: OpSpec, options: Options,
-                      steps: tuple[tuple[str, Step], ...]) -> KernelChoice:
+def plan_owner_kernel(views: Views, templates: Templates, owner: OpPlan, steps: tuple[tuple[str, Step], ...]) -> None:
     """The kernel and host steps of the op owning the stub a composite op's shared function calls
-    (threshold_backward calls threshold_stub with value 0): that stub's kernel, as `migrate OWNER`
-    writes it. The owner's own dispatch line, test lists and MPSGraph kernel stay: `migrate OWNER`
-    later is its dispatch line and the legacy removal (`Composite.describe` says so in the summary)."""
-    stub, owner, where = spec.composite.registers
-    mode = "migrate" if any(name == "legacy" for name, _ in steps) else "new-op"  # the command's own
-    owner_spec = resolve_op(views, owner, replace(options, stub=None, overloads=()), mode=mode)
-    if owner_spec.stub is None or owner_spec.stub.name != stub or owner_spec.composite is not None:
-        raise MpsgenError(f"{spec.op}'s shared function calls {stub} (at {where}), which {owner} does not resolve to",
-                          location=where, hint=f"migrate {owner} first (mpsgen migrate {owner} {spec.op})")
-    context = StepContext(views, templates, owner_spec, options, choose_kernel(views, templates, owner_spec, options))
+    (the plan's `owner`): that stub's kernel, as `migrate OWNER` writes it. The owner's own dispatch
+    line, test lists and MPSGraph kernel stay: `migrate OWNER` later is its dispatch line and the
+    legacy removal."""
+    context = StepContext(views, templates, owner)
     for name, step in steps:
         if name in ("kernel", "host"):
             for change in step(context):
                 views.ws.apply(change)
-        if name == "kernel" and options.expr is not None and context.kernel.text:
-            check_expr(views, owner_spec, options.expr)
-    return context.kernel
+        if name == "kernel" and owner.expr is not None and owner.kernel.text:
+            check_expr(views, owner.spec, owner.expr)
 
 
 def check_expr(views: Views, spec: OpSpec, expr: str) -> None:

@@ -7,51 +7,17 @@ it replaces never change."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.reduction import RegistrationMacro, ReductionBody
+from mpsgen.facts.choice import ReductionChoice
+from mpsgen.facts.reduction import RegistrationMacro
 from mpsgen.facts.views import HostView
 from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.read.cpp import mask_code, match_brace
-from mpsgen.read.reduction import SCALAR_TYPE_METAL, Pair, ReductionKernels
+from mpsgen.read.reduction import SCALAR_TYPE_METAL, ReductionKernels
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
 _OP_STRUCT = re.compile(r"^(?:template\s*<[^;{]*>\s*)?struct\s+(\w+Op)\s*\{", re.M)
-
-
-@dataclass(frozen=True)
-class ReductionChoice:
-    """What the kernel and host steps write for a reduction, decided once (`pipeline.choose_kernel`)."""
-
-    body: ReductionBody
-    struct_text: str
-    macro: RegistrationMacro
-    register_macro: str  # REGISTER_PROD
-    pairs: tuple[Pair, ...]
-    launcher: str  # the host function the op's kernel function calls with its prefix
-    launcher_location: Location  # the function calling the launcher so, to place the op's after
-    rest: str = ""  # what the calls pass after the prefix (`, std::nullopt`), as the base op's call does
-    instances: tuple[tuple[str, str], ...] = ()  # (prefix, op type) registered; empty: the body's own
-    orders: tuple = ()  # a load-mode reduction's PlannedOrders
-    converted: tuple[str, ...] = ()  # input types with no kernel, converted to the output's type first
-
-    @property
-    def prefix(self) -> str:
-        return self.body.prefixes()[0]
-
-    def registered(self) -> tuple[tuple[str, str], ...]:
-        """(prefix, op type) of each registration the op adds."""
-        if self.body.load_modes:
-            return self.instances
-        return self.body.instances()
-
-    def define(self) -> str:
-        """`#define REGISTER_<OP>(TI, TO) ...`: one registration-macro call per (prefix, op type)."""
-        calls = [f'{self.macro.name}("{prefix}", TI, TO, {op_type})' for prefix, op_type in self.registered()]
-        if len(calls) == 1:
-            return f"#define {self.register_macro}(TI, TO) {calls[0]}"
-        return f"#define {self.register_macro}(TI, TO) \\\n  " + "; \\\n  ".join(calls)
 
 
 def plan_reduction_kernel(text: str, path: str, choice: ReductionChoice, kernels: ReductionKernels) -> FileChange:

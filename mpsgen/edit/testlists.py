@@ -7,7 +7,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mpsgen.facts.rules import BACKEND_DTYPE, OTHER_OP
 from mpsgen.model import Location
 from mpsgen.read.pylists import (
     Element,
@@ -74,7 +73,7 @@ def _decide(
     if table.section != wanted_section:
         what = {"grad": "a gradient list", "forward": "a forward list", "error-inputs": "an error-inputs list"}
         return "kept", f"{what[table.section]}; a {wanted_section} kernel does not change it", ()
-    if reason is not None and reason.kind in (OTHER_OP, BACKEND_DTYPE):
+    if reason is not None and reason.keeps_entry:
         return "kept", reason.why_kept(), ()
     if not drop_undefined:
         if table.about_something_else:

@@ -29,6 +29,17 @@ class Workspace:
     _notes: list[Note] = field(default_factory=list)
     _steps: list[str] = field(default_factory=list)
 
+    def fork(self) -> Workspace:
+        """A copy holding the same texts, reports and steps, planned on apart from this one (the
+        body check writes an op's plan there before the command takes it: `take`)."""
+        return Workspace(self.checkout, self.reports, dict(self._overlay), list(self._changes), list(self._notes),
+                         list(self._steps))
+
+    def take(self, other: Workspace) -> None:
+        """Become `other` (a `fork` of this Workspace planned further): its texts, reports and steps."""
+        self._overlay, self._changes = dict(other._overlay), list(other._changes)
+        self._notes, self._steps = list(other._notes), list(other._steps)
+
     def read(self, rel: str) -> str:
         if rel in self._overlay:
             return self._overlay[rel]

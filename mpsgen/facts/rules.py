@@ -10,7 +10,7 @@
 - **Groups to register** (`choose_groups`): the tested dtypes the functor body can serve; never less
   than what is expected to work *before* the change (what the legacy kernel served): a change that
   would lose a dtype is refused, naming what to pass.
-- **Test lists after the change** (planned by `mpsgen.edit.expectations.plan_test_lists`): the op's xfail/skip entries list exactly the
+- **Test lists after the change** (decided by `mpsgen.facts.testplan.test_list_rules`, written by `mpsgen.edit.expectations`): the op's xfail/skip entries list exactly the
   tested dtypes the kernel does not register (registered dtypes leave a list, a `None` entry becomes
   the explicit list of what is still missing, or goes), the complex list says every key of an op whose
   kernel registers complex passes (out of `UNSUPPORTED_COMPLEX_OPS`; in `SUPPORTED_COMPLEX_OPS` when
@@ -595,6 +595,22 @@ class Reason:
         return (self.kind == OUT_BEHAVIOUR and test_name in OUT_TESTS) or self.kind == LEGACY_RAISE
 
     overload: bool = False  # OTHER_OP: the operator is an overload of the op the change does not serve
+
+    @property
+    def keeps_entry(self) -> bool:
+        """A common_mps.py entry with this reason stays whatever the kernel registers: MPS lacks
+        another operator (or an overload the change does not serve), or the backend's dtype support."""
+        return self.kind in (OTHER_OP, BACKEND_DTYPE)
+
+    @property
+    def backend_dtype(self) -> bool:
+        """The reason is the MPS backend's dtype support: a decorator with it stays."""
+        return self.kind == BACKEND_DTYPE
+
+    @property
+    def legacy_raise(self) -> bool:
+        """The reason is an error the removed separate MPS kernel raises: it goes with that kernel."""
+        return self.kind == LEGACY_RAISE
 
     @property
     def numerical(self) -> bool:

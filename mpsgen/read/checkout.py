@@ -76,6 +76,11 @@ class Checkout:
         self._texts: dict[str, str] = {}
         self._globs: dict[tuple[str, str], list[str]] = {}
 
+    @property
+    def checkout(self) -> Checkout:
+        """Itself: a checkout read as it stands is `Texts` (what `try` reads facts from, with no plan)."""
+        return self
+
     @classmethod
     def find(cls, explicit: str | os.PathLike | None = None, start: Path | None = None) -> Checkout:
         """The checkout at or above `explicit` (-C PATH: any directory inside a checkout, as `git -C`

@@ -4,6 +4,7 @@ compute the reference, compare per dtype."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from mpsgen.commands.tryop.branchvalues import (
@@ -47,6 +48,7 @@ from mpsgen.commands.tryop.tolerances import opinfo_tolerances
 from mpsgen.commands.tryop.values import Inputs, keep, make_inputs, traps, within_sampled_range
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.params import checkout_enums
+from mpsgen.facts.views import Views
 from mpsgen.model import Location
 from mpsgen.read.checkout import Checkout
 from mpsgen.read.metalhost.owners import code_owners
@@ -157,9 +159,11 @@ def refused_by_reference(reference, case) -> str | None:
 
 
 def prepare(checkout: Checkout, op: str, reference: str = "auto", need_reference: bool = True,
-            stub: str | None = None) -> Prepared:
-    """The functor, its source and its scalars; refusals (exit 2) for what try cannot run."""
-    facts = functor_facts(checkout, op, stub)
+            stub: str | None = None, *, views: Views | None = None,
+            suggest: Callable[[Checkout, str], str] | None = None) -> Prepared:
+    """The functor, its source and its scalars; refusals (exit 2) for what try cannot run. `views`
+    and `suggest` as `lookup.functor_facts` takes them."""
+    facts = functor_facts(checkout, op, stub, views=views, suggest=suggest)
     arity = kernel_arity(facts)
     if not 1 <= arity <= 3:
         raise MpsgenError(f"{op} takes {arity} tensors; try runs unary, binary and ternary functors", location=facts.location)
@@ -239,9 +243,11 @@ class TrySource:
     operands: int  # tensor operands each kernel takes
 
 
-def try_source(checkout: Checkout, op: str, stub: str | None = None) -> TrySource:
-    """The exact source `try` compiles, without running it (no compiler or torch needed)."""
-    prepared = prepare(checkout, op, need_reference=False, stub=stub)
+def try_source(checkout: Checkout, op: str, stub: str | None = None,
+               suggest: Callable[[Checkout, str], str] | None = None) -> TrySource:
+    """The exact source `try` compiles, without running it (no compiler or torch needed). `suggest`:
+    the hint for an op with no native kernel (`lookup.functor_facts`)."""
+    prepared = prepare(checkout, op, need_reference=False, stub=stub, suggest=suggest)
     facts = prepared.facts
     alphas = dict(facts.alpha_types) if facts.alpha else {}
     kernels = tuple((f"mpsgen_try_{t}", alphas.get(t, "")) for t in facts.input_types)
@@ -260,11 +266,17 @@ def source_to_json(shown: TrySource) -> dict:
     }
 
 
-def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions()) -> TryReport:
-    found = native_reduction(checkout, op)
+def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions(),
+           suggest: Callable[[Checkout, str], str] | None = None) -> TryReport:
+    """Run the op's functor as it stands in `checkout` and compare it with the reference. Every fact
+    is read through one Views of the checkout (no plan, nothing of edit/); `suggest`: the hint for an
+    op with no native kernel, which the command supplies (`commands.confirm.kernel_hint`: which
+    generating command would give it one)."""
+    views = Views(checkout)
+    found = native_reduction(checkout, op, views)
     if found is not None:
         return _try_reduction(checkout, op, found, options)
-    prepared = prepare(checkout, op, options.reference, stub=options.stub)
+    prepared = prepare(checkout, op, options.reference, stub=options.stub, views=views, suggest=suggest)
     facts, source = prepared.facts, prepared.source
     backend, not_run = choose_backend(options.backend)
     special = _branch_values(checkout, prepared)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mpsgen.commands.confirm import accepting_command
-from mpsgen.edit.workspace import Workspace
+from collections.abc import Callable
+
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.perdevice import per_device_sites
 from mpsgen.facts.recorded import recorded_call_of_stub
@@ -39,10 +39,11 @@ class FunctorFacts:
     call: StubCall | None = None  # what the shared function passes the stub (read from its .cpp)
 
 
-def native_reduction(checkout: Checkout, op: str):
+def native_reduction(checkout: Checkout, op: str, views: Views | None = None):
     """(reduction facts, the stub registration's location) when `op` is a native Metal reduction
-    (its host function launches kernels by op prefix), else None."""
-    views = Views(Workspace(checkout))
+    (its host function launches kernels by op prefix), else None. `views`: the checkout's, when the
+    caller has them (try reads every fact through one Views)."""
+    views = views or Views(checkout)
     facts = read_op(views, op)
     reduction = reduction_of(views, facts) if facts.stub is not None else None
     if reduction is not None and reduction.routed and reduction.kernels is not None and reduction.prefixes:
@@ -50,12 +51,15 @@ def native_reduction(checkout: Checkout, op: str):
     return None
 
 
-def functor_facts(checkout: Checkout, op: str, stub: str | None = None) -> FunctorFacts:
+def functor_facts(checkout: Checkout, op: str, stub: str | None = None, *, views: Views | None = None,
+                  suggest: Callable[[Checkout, str], str] | None = None) -> FunctorFacts:
     """op -> (kernel file, functor, arity, registered input types), from the shared op facts
     (`mpsgen.facts.views.read_op`): the MPS registration of the op's stub, its host function's
-    `exec_*_kernel(iter, "name")` and the .metal file that defines `name_functor`."""
+    `exec_*_kernel(iter, "name")` and the .metal file that defines `name_functor`. `views`: the
+    checkout's (try's one Views); `suggest`: the hint for an op with no native kernel (the command
+    supplies it: which generating command would give it one, `commands.confirm.kernel_hint`)."""
 
-    views = Views(Workspace(checkout))
+    views = views or Views(checkout)
     facts = read_op(views, op, stub=stub)
     reduction = reduction_of(views, facts)
     if reduction is not None and reduction.routed and reduction.kernels is not None:
@@ -68,11 +72,8 @@ def functor_facts(checkout: Checkout, op: str, stub: str | None = None) -> Funct
             hint=f"`mpsgen verify {op} --static-only` checks that every routing variant is registered for every pair")
     if facts.host is None or not facts.host.kernel:
         where = facts.shared[0].line.location if facts.shared else facts.entries[0].location
-
-        command, refusal = accepting_command(checkout, op)
-        hint = (f"give it one with `{command}`" if command else
-                f"mpsgen cannot give it one as it stands: {refusal.message}" + (f"; {refusal.hint}" if refusal.hint else ""))
-        raise MpsgenError(f"{op} has no native Metal kernel to run in this checkout", location=where, hint=hint)
+        raise MpsgenError(f"{op} has no native Metal kernel to run in this checkout", location=where,
+                          hint=suggest(checkout, op) if suggest is not None else None)
     name = facts.functor
     if len(facts.kernel_files) != 1:
         where = Location(facts.host.location.path, facts.host.kernel_line)

@@ -32,7 +32,7 @@ from mpsgen.commands.tryop.reference import import_torch, torch_unavailable
 from mpsgen.commands.tryop.run import COMPILE_TIMEOUT, RUN_TIMEOUT, _compile_failure, mps_unavailable, parse_outputs
 from mpsgen.commands.tryop.source import _HOST_HEADERS, bundle
 from mpsgen.commands.tryop.values import float32_bits
-from mpsgen.edit.templates import Templates
+from mpsgen.facts.templates import Templates
 from mpsgen.errors import CheckFailed, MpsgenError
 from mpsgen.facts.reduction import ReductionFacts
 from mpsgen.model import Location

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, FunctorFacts
 from mpsgen.commands.tryop.values import KINDS, Inputs, float32_bits, kind
-from mpsgen.edit.templates import Templates
+from mpsgen.facts.templates import Templates
 from mpsgen.read.checkout import Checkout
 from mpsgen.read.cpp import mask_code
 from mpsgen.read.metalhost.rewrite import include_roots

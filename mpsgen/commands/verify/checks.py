@@ -16,6 +16,7 @@ from mpsgen.facts.perdevice import mps_function_state, per_device_sites
 from mpsgen.facts.reduction import ReductionFacts, reduction_instantiations_of, reduction_of
 from mpsgen.facts.resolve import FAMILY_FILES, Composite, composite_judgement
 from mpsgen.facts.rules import MPSGRAPH, host_routing, missing_coverage
+from mpsgen.facts.testplan import test_list_rules
 from mpsgen.facts.views import OpFacts, Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.checkout import KERNELS_DIR, NATIVE_FUNCTIONS, Checkout
@@ -423,7 +424,7 @@ def _check_test_lists(views: Views, f: OpFacts, settings: CheckSettings):
         return f"no OpInfo tests {f.op}"
     registered = f.registered_dtypes if reduction is None else reduction.registered_dtypes
     out = []
-    for change in plan_test_lists(views, f, registered).changes:
+    for change in plan_test_lists(views, test_list_rules(views, f, registered)).changes:
         if change.action in _TEST_LIST_FINDINGS:
             message, hint = _TEST_LIST_FINDINGS[change.action]
             if change.missing_op:

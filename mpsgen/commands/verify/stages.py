@@ -36,10 +36,10 @@ from mpsgen.commands.verify.model import (
     VerifyReport,
     _no_progress,
 )
-from mpsgen.edit.expectations import opinfo_test_name
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.rules import test_keys
+from mpsgen.facts.testplan import opinfo_test_name
 from mpsgen.facts.views import Views, read_op
 from mpsgen.model import Location
 from mpsgen.read.cache import checkout_dir_name, state_dir

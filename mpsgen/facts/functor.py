@@ -8,7 +8,7 @@ import textwrap
 from dataclasses import dataclass
 
 from mpsgen.dtypes import GROUPS
-from mpsgen.edit.templates import Templates
+from mpsgen.facts.templates import Templates
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.bodies import BodyResolution, placeholder_comment
 from mpsgen.facts.bodyoffer import NoBody
