@@ -507,3 +507,25 @@ def test_without_torch_a_params_body_is_compiled_and_written_saying_it_was_not_r
     notes = [n.message for n in plan.notes]
     assert ("gelu: body from gelu's CPU kernel, both branches on approximate (GeluType::Tanh or not) compiled, not "
             "run: torch is not importable (pip install torch==2.13.0): its CPU op is the reference") in notes, notes
+
+
+@needs_try
+def test_another_functors_error_in_the_file_leaves_the_body_written_not_checked(tmp_path):
+    # another op's placeholder (#error) in the kernel file stops try's build in that functor's code:
+    # the body is not judged, so it is written and called not checked, naming the other functor
+    root = copy_checkout(tmp_path)
+    kernel = root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    text = kernel.read_text(encoding="utf-8")
+    anchor = "// Arithmetic\n"
+    kernel.write_text(text.replace(anchor, anchor + "\nstruct pending_functor {\n  template <typename T>\n"
+                                   "  inline T operator()(const T a, const T b) {\n"
+                                   "#error fill in the body of pending_functor\n    return a;\n  }\n};\n", 1),
+                      encoding="utf-8")
+    result = run_cli(["-C", str(root), "migrate", "atan2", "--body", "cpu", "--dry-run", "--format", "plain"])
+    assert result.exit_code == 0, result.stderr
+    notes = result.stderr.replace("\n  ", " ")
+    assert re.search(r"note: atan2: body from atan2's CPU kernel not checked: try could not run it: "
+                     r"aten/src/ATen/native/mps/kernels/BinaryKernel\.metal:13: #error fill in the body of "
+                     r"pending_functor \(pre-existing: in pending_functor, not atan2_functor; the whole kernel "
+                     r"file must compile for try to run atan2_functor on the host\)", notes), result.stderr
+    assert "  return static_cast<T>(precise::atan2(a, b));" in result.stdout.replace("+  ", "  ")
