@@ -13,6 +13,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from mpsgen.commands.tryop.api import TryOptions, try_op
+from mpsgen.commands.tryop.reference import torch_unavailable
+from mpsgen.read.checkout import Checkout
 from mpsgen.read.metalhost.compiler import find_compiler
 from support import assert_golden, changed_files, copy_checkout, diff_paths, every_file, needs, run_cli, snapshot
 
@@ -22,6 +25,7 @@ LIBRARY = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
 ARGS = ["migrate", "addcmul", "--expr", "a + alpha * b * c", "--dtypes", "float,integer"]
 
 needs_compiler = needs(None if find_compiler()[0] is not None else "no C++ compiler (g++/clang++) on PATH")
+needs_torch = needs(torch_unavailable())
 
 
 def overlay(tmp_path: Path) -> Path:
@@ -160,3 +164,21 @@ def test_catalog_bodies_applied_second_run_changes_nothing_and_verify_passes(tmp
     verify = run_cli(["-C", str(root), "verify", "addcmul", "addcdiv", "--static-only"])
     assert verify.exit_code == 0, verify.stdout + verify.stderr
     assert snapshot(root) == after
+
+
+@needs_compiler
+@needs_torch
+def test_catalog_bodies_match_torch_on_every_registered_dtype(tmp_path):
+    # try on the kernels as migrate wrote them, each scalar set against torch's CPU op: skipped only
+    # where CPU has no kernel (bool) or the value does not fit the dtype (value=-1 for uint8)
+    root = overlay(tmp_path)
+    assert run_cli(["-C", str(root), "migrate", "addcmul", "addcdiv"]).exit_code == 0
+    for op, types in (("addcmul", ADDCMUL_TYPES), ("addcdiv", ADDCDIV_TYPES)):
+        report = try_op(Checkout.find(root), op, TryOptions(reference="torch", samples=8))
+        assert report.exit_code == 0
+        assert {r.metal_type for r in report.results} == set(types)
+        assert not [r for r in report.results if r.status == "failed"]
+        for r in report.results:
+            assert r.status == "passed" or (r.status == "skipped" and (
+                "not implemented for 'Bool'" in r.note or "Scalar::to refuses it" in r.note)), (r.scalars, r.dtype, r.note)
+        assert {r.metal_type for r in report.results if r.status == "passed"} == set(types) - {"bool"}
