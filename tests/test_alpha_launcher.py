@@ -13,6 +13,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from mpsgen.commands.tryop.api import TryOptions, try_op
+from mpsgen.commands.tryop.reference import torch_unavailable
+from mpsgen.read.checkout import Checkout
 from mpsgen.read.metalhost.compiler import find_compiler
 from support import assert_golden, changed_files, copy_checkout, diff_paths, every_file, needs, run_cli, snapshot
 
@@ -22,6 +25,7 @@ LIBRARY = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
 ARGS = ["migrate", "addcmul", "--expr", "a + alpha * b * c", "--dtypes", "float,integer"]
 
 needs_compiler = needs(None if find_compiler()[0] is not None else "no C++ compiler (g++/clang++) on PATH")
+needs_torch = needs(torch_unavailable())
 
 
 def overlay(tmp_path: Path) -> Path:
@@ -68,7 +72,7 @@ def test_applied_second_run_changes_nothing_and_verify_passes(tmp_path):
 
 def test_two_ops_in_one_run_add_the_launcher_once(tmp_path):
     root = overlay(tmp_path)
-    result = run_cli(["-C", str(root), "migrate", "addcmul", "addcdiv", "--dry-run"])  # placeholder bodies
+    result = run_cli(["-C", str(root), "migrate", "addcmul", "addcdiv", "--dry-run"])  # the catalog's bodies
     assert result.exit_code == 0, result.stderr
     assert result.stdout.count("+void MetalShaderLibrary::exec_ternary_kernel(TensorIteratorBase& iter,") == 1
     assert result.stdout.count("+  void exec_ternary_kernel(") == 1
@@ -112,3 +116,69 @@ def test_nothing_is_added_where_the_declared_launcher_takes_a_scalar(tmp_path):
                                          "torch/testing/_internal/common_methods_invocations.py",
                                          "torch/testing/_internal/common_mps.py"}
     assert "launcher" not in result.stderr
+
+
+# What 2.15 compiles for addcmul (float, half, bfloat, the integers, float2, half2) and addcdiv (no
+# integers), each with its input type as the alpha's: the launcher mpsgen adds passes the Scalar in
+# the iterator's common dtype. bool rides along with addcmul's integer group (docs/bodies.md).
+ADDCMUL_TYPES = ("float", "half", "bfloat", "long", "int", "short", "uchar", "char", "bool", "float2", "half2")
+ADDCDIV_TYPES = ("float", "half", "bfloat", "float2", "half2")
+
+
+def _registrations(diff: str, op: str) -> list[str]:
+    return [line[1:] for line in diff.splitlines() if line.startswith(f"+REGISTER_TERNARY_ALPHA_OP({op},")]
+
+
+def test_addcmul_takes_the_catalog_body_with_no_flag(tmp_path):
+    # the catalog's ternary body taking the stub's Scalar: no --expr, no placeholder; complex
+    # through the checkout's c10::metal::mul (the miniature's utils.h defines it)
+    root = overlay(tmp_path)
+    before = snapshot(root)
+    result = run_cli(["-C", str(root), "migrate", "addcmul", "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    assert_golden(result.stdout, "launcher/addcmul_catalog_213.diff")
+    assert snapshot(root) == before
+    assert "#error" not in result.stdout and "todo:" not in result.stderr
+    assert _registrations(result.stdout, "addcmul") == [f"REGISTER_TERNARY_ALPHA_OP(addcmul, {t}, {t}, {t});"
+                                                        for t in ADDCMUL_TYPES]
+    assert "+    const float2 scaled = c10::metal::mul(float2(value), float2(b));\n" in result.stdout
+    assert "+  lib.exec_ternary_kernel(iter, \"addcmul\", alpha);\n" in result.stdout
+
+
+@needs_compiler
+def test_catalog_bodies_applied_second_run_changes_nothing_and_verify_passes(tmp_path):
+    root = overlay(tmp_path)
+    for op, golden, types in (("addcmul", "launcher/addcmul_catalog_213.diff", ADDCMUL_TYPES),
+                              ("addcdiv", "launcher/addcdiv_catalog_after_addcmul_213.diff", ADDCDIV_TYPES)):
+        diff = run_cli(["-C", str(root), "migrate", op, "--dry-run"])
+        assert diff.exit_code == 0, diff.stderr
+        assert_golden(diff.stdout, golden)  # addcdiv's: no launcher piece, addcmul's run added them
+        assert _registrations(diff.stdout, op) == [f"REGISTER_TERNARY_ALPHA_OP({op}, {t}, {t}, {t});" for t in types]
+        before = snapshot(root)
+        applied = run_cli(["-C", str(root), "migrate", op])
+        assert applied.exit_code == 0, applied.stderr
+        after = snapshot(root)
+        assert changed_files(before, after) == diff_paths(diff.stdout)
+        again = run_cli(["-C", str(root), "migrate", op, "--dry-run"])
+        assert again.exit_code == 0 and again.stdout == "", again.stderr
+    verify = run_cli(["-C", str(root), "verify", "addcmul", "addcdiv", "--static-only"])
+    assert verify.exit_code == 0, verify.stdout + verify.stderr
+    assert snapshot(root) == after
+
+
+@needs_compiler
+@needs_torch
+def test_catalog_bodies_match_torch_on_every_registered_dtype(tmp_path):
+    # try on the kernels as migrate wrote them, each scalar set against torch's CPU op: skipped only
+    # where CPU has no kernel (bool) or the value does not fit the dtype (value=-1 for uint8)
+    root = overlay(tmp_path)
+    assert run_cli(["-C", str(root), "migrate", "addcmul", "addcdiv"]).exit_code == 0
+    for op, types in (("addcmul", ADDCMUL_TYPES), ("addcdiv", ADDCDIV_TYPES)):
+        report = try_op(Checkout.find(root), op, TryOptions(reference="torch", samples=8))
+        assert report.exit_code == 0
+        assert {r.metal_type for r in report.results} == set(types)
+        assert not [r for r in report.results if r.status == "failed"]
+        for r in report.results:
+            assert r.status == "passed" or (r.status == "skipped" and (
+                "not implemented for 'Bool'" in r.note or "Scalar::to refuses it" in r.note)), (r.scalars, r.dtype, r.note)
+        assert {r.metal_type for r in report.results if r.status == "passed"} == set(types) - {"bool"}

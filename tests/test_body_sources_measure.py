@@ -51,11 +51,16 @@ MISSES = {
     "atanh": "cpu: no cpu/*.cpp of the miniature registers atanh_stub; graph: serves float only",
     "sgn": "cpu: no kernel registers sgn_stub; graph: sgn_out_mps builds no graph of its own",
     "special_ndtri": "cpu: calc_ndtri calls std::frexp, which has no translation row",
+    "pow": "not in the miniature's native_functions.yaml (tests/test_pow_stubs.py overlays its own)",
+    # ternary with a Scalar: the miniature has no OperationUtils.mm, beside which mpsgen adds the
+    # Scalar-taking exec_ternary_kernel, so migrate refuses them whatever the body
+    "addcmul": "refused: no OperationUtils.mm for the Scalar-taking exec_ternary_kernel",
+    "addcdiv": "refused: no OperationUtils.mm for the Scalar-taking exec_ternary_kernel",
 }
 
 
 def test_the_measurement_covers_every_catalog_op_and_twenty_pass():
-    assert len(CATALOG) == 26 and set(PASSING) <= set(CATALOG) and len(PASSING) == 20
+    assert len(CATALOG) == 29 and set(PASSING) <= set(CATALOG) and len(PASSING) == 20
     assert set(PASSING) | set(MISSES) == set(CATALOG) and not set(PASSING) & set(MISSES)
 
 

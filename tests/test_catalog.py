@@ -28,7 +28,7 @@ from mpsgen.read.kernelfile import NamespacePrefixes
 from mpsgen.read.metalhost.compiler import PRELUDE_DIR
 from mpsgen.edit.templates import Templates
 from mpsgen.facts.functor import shared_helpers
-from mpsgen.commands.tryop.references import REFERENCES, ref_acosh, ref_asinh, ref_atanh, ref_fmod, ref_frac, ref_hardswish, ref_heaviside, ref_hypot, ref_logaddexp, ref_logical_not, ref_mish, ref_mish_backward, ref_ndtri, ref_nextafter, ref_sgn, ref_sigmoid_backward, ref_pow, ref_sign, ref_tanh_backward, ref_xlogy
+from mpsgen.commands.tryop.references import REFERENCES, SCALAR_REFERENCES, ref_acosh, ref_addcdiv, ref_addcmul, ref_asinh, ref_atanh, ref_fmod, ref_frac, ref_hardswish, ref_heaviside, ref_hypot, ref_logaddexp, ref_logical_not, ref_mish, ref_mish_backward, ref_ndtri, ref_nextafter, ref_sgn, ref_sigmoid_backward, ref_pow, ref_sign, ref_tanh_backward, ref_xlogy
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"  # the test driver, harness.h
 FIXTURE_CHECKOUT = Path(__file__).resolve().parent.parent / "fixtures" / "pytorch"
@@ -202,6 +202,25 @@ OPS: dict[str, OpCase] = {
         complex=[(1 + 1j, 2 + 0j), (4 + 0j, 0.5 + 0j), (-1 + 0j, 0.5 + 0j), (3 - 2j, -1 + 0.5j), (0j, 2 + 0j),
                  (0j, -1 + 0j), (0.5 + 0.25j, 1.5 - 1j)],
     ),
+    # ternary with the stub's Scalar last (a, b, c, value); integer rows stay within every integer
+    # type (uchar included); bool rows are the integer rows as bool (the body's bool cast)
+    "addcmul": OpCase(
+        ref_addcmul,
+        [(1.0, 2.0, 3.0, 1.0), (0.5, -1.5, 4.0, 2.0), (2.0, 3.0, 4.0, 0.0), (-1.0, 0.25, 8.0, -0.5),
+         (1e30, 1e10, 1e10, 1.0), (1.0, INF, 0.0, 1.0), (NAN, 1.0, 1.0, 1.0), (1.0, 2.0, NAN, 1.0)],
+        [(1, 2, 3, 1), (0, 5, 5, 2), (10, 3, 4, 1), (100, 1, 1, 0), (7, 0, 9, 3), (0, 0, 0, 0)],
+        complex=[(1 + 2j, 0.5 - 1j, 3 + 0.25j, 1 + 0j), (-3 + 0.25j, 2 + 3j, -1 - 1j, 0.5 + 0j),
+                 (0j, 1 + 1j, 1 - 1j, 2 + 0j), (1 + 1j, 2 - 1j, 0.5 + 0.5j, 0.5 - 2j), (1 + 0j, 0j, 5 + 5j, 1 + 0j)],
+    ),
+    "addcdiv": OpCase(
+        ref_addcdiv,
+        [(1.0, 2.0, 4.0, 1.0), (0.5, -1.5, 3.0, 2.0), (2.0, 3.0, 4.0, 0.0), (-1.0, 0.25, 8.0, -0.5),
+         (1.0, 1.0, 0.0, 1.0), (1.0, -1.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0), (NAN, 1.0, 1.0, 1.0)],
+        complex=[(1 + 2j, 0.5 - 1j, 3 + 0.25j, 1 + 0j), (-3 + 0.25j, 2 + 3j, -1 - 1j, 0.5 + 0j),
+                 (1 + 1j, 2 - 1j, 0.5 + 4j, 0.5 - 2j), (1 + 1j, 1 + 1j, 0j, 1 + 0j),
+                 # a divisor past 1.8e19: |c|^2 overflows float, CPU's scaled quotient does not
+                 (0j, 1e20 + 1e20j, 2e20 - 1e20j, 1 + 0j), (0j, 3 + 4j, 1e-20 + 1e-20j, 1 + 0j)],
+    ),
 }
 
 
@@ -213,7 +232,9 @@ def test_every_catalogued_op_has_a_value_table():
 
 
 def test_every_catalogued_op_has_the_reference_try_uses():
-    assert {op: case.ref for op, case in OPS.items()} == REFERENCES
+    # a body taking the stub's Scalar has its reference apart: try compares such kernels with torch only
+    assert {op: case.ref for op, case in OPS.items() if not CATALOG[op].alpha} == REFERENCES
+    assert {op: case.ref for op, case in OPS.items() if CATALOG[op].alpha} == SCALAR_REFERENCES
 
 
 def test_required_ops_are_catalogued():
@@ -243,6 +264,11 @@ def test_defaults_match_upstream_registrations():
     assert defaults["logaddexp"] == ("float", "int2float", "complex")
     assert defaults["fmod"] == ("float", "integer")
     assert defaults["sigmoid_backward"] == ("float", "complex")
+    # 2.15 compiles addcmul for float, integer and complex, addcdiv for float and complex
+    assert defaults["addcmul"] == ("float", "integer", "complex")
+    assert defaults["addcdiv"] == ("float", "complex")
+    assert [op for op, entry in CATALOG.items() if entry.alpha] == ["addcmul", "addcdiv"]
+    assert {CATALOG[op].arity for op in ("addcmul", "addcdiv")} == {3}
 
 
 def test_lookup_accepts_the_special_spelling_both_ways():
@@ -281,6 +307,8 @@ GOOD = 'arity = 2\ndtypes = ["float"]\nsupports = ["float"]\ntemplate = "atan2.m
         (GOOD.replace('note = "n"\n', ""), "missing key 'note'"),
         (GOOD + "extra = 1\n", "unknown key 'extra'"),
         (GOOD.replace('supports = ["float"]', 'supports = ["int2float", "integer"]'), "both register"),
+        (GOOD + 'alpha = 1\n', "alpha must be a bool"),
+        (GOOD + 'alpha = true\nparams = ["beta"]\n', "a params body takes its scalars in the struct"),
     ],
 )
 def test_invalid_catalog_is_refused_with_its_location(tmp_path, body, message):
@@ -403,21 +431,22 @@ def build_program(spelling: str = "qualified") -> str:
     for op in sorted(CATALOG):
         entry = CATALOG[op]
         functor = f"{op}_functor"
+        operands = entry.arity + entry.alpha  # an alpha body takes the stub's Scalar last
         for type_name in ALL_TYPES:
-            lines.append(f'  probe<{functor}, {type_name}, {entry.arity}>("{op}");')
+            lines.append(f'  probe<{functor}, {type_name}, {operands}>("{op}");')
         for group in entry.supports:
             rows = _cases_for(op, group)
             assert rows, f"{op}: no inputs for group {group}"
             lines.append("  {")
             arrays = []
-            for k in range(entry.arity):
+            for k in range(operands):
                 re_name, im_name = f"re{k}", f"im{k}"
                 values = [complex(row[k]) for row in rows]
                 lines.append("    " + _cpp_array(re_name, [v.real for v in values]))
                 lines.append("    " + _cpp_array(im_name, [v.imag for v in values]))
                 arrays += [re_name, im_name]
             for type_name in _types_for(group):
-                runner = "run1" if entry.arity == 1 else "run2"
+                runner = {1: "run1", 2: "run2", 4: "run4"}[operands]
                 args = ", ".join(arrays)
                 lines.append(f'    {runner}<{type_name}, {functor}>("{op}", "{group}", {args}, {len(rows)});')
             lines.append("  }")
@@ -537,7 +566,9 @@ def _reference(op: str, result: Result):
         args = tuple(float(a) for a in args)
     if case.needs_kind:
         return case.ref(*args, result.out_type)
-    return case.ref(*args)
+    want = case.ref(*args)
+    # a bool output from an integer body is that value cast to bool (addcmul's bool overload)
+    return bool(want) if result.out_type == "bool" and not isinstance(want, bool) else want
 
 
 @pytest.mark.parametrize("op", sorted(CATALOG))

@@ -298,7 +298,7 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
         if refusal is not None:
             return Candidate("port", f"migrate refuses: {refusal}")
         return Candidate("ready", f"supported stub signature, the existing {reused}_functor reused{graph}")
-    if entry is not None and not alpha and entry.arity == arity:
+    if entry is not None and entry.alpha == alpha and entry.arity == arity:
         refusal = migrate_refusal(views.checkout, op, views, _templates(views))
         if refusal is not None:
             return Candidate("port", f"migrate refuses: {refusal}")
@@ -306,8 +306,10 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
     derived, lacked = derived_body(views, op, "migrate")
     if derived is not None:
         return _derived_candidate(views, op, f"supported stub signature, body from {derived}", graph)
-    if entry is not None and alpha:
+    if entry is not None and alpha and not entry.alpha:
         why = "the stub takes a Scalar alpha, which the catalog body does not"
+    elif entry is not None and entry.alpha and not alpha:
+        why = "the catalog body takes a Scalar alpha, which the stub does not pass"
     elif entry is not None:
         why = f"the catalog body is {entry.arity}-ary, the op has {arity} tensor inputs"
     else:

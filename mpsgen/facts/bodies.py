@@ -120,8 +120,10 @@ def catalog_offer(op: str, functor: str, alpha: bool) -> BodyOffer | NoBody:
     entry = lookup(functor) or lookup(op)
     if entry is None:
         return NoBody("catalog", f"mpsgen's catalog has no {op} body")
-    if alpha:
+    if alpha and not entry.alpha:
         return NoBody("catalog", f"the catalog's {entry.op} body takes no scalar, and {op}'s stub passes one")
+    if entry.alpha and not alpha:
+        return NoBody("catalog", f"the catalog's {entry.op} body takes the stub's Scalar, and {op}'s stub passes none")
     where = Location("mpsgen/facts/catalog.toml", _table_line(CATALOG_PATH.read_text(encoding="utf-8"), entry.op))
     return BodyOffer("catalog", "", where, f"the catalog's {entry.op} body", entry.output, entry.supports)
 

@@ -3,11 +3,15 @@
 `catalog.toml` (next to this module) has one table per op:
 
     [atan2]
-    arity = 2                               # operands of operator()
+    arity = 2                               # tensor operands of operator() (1, 2 or 3)
     dtypes = ["float", "int2float"]         # groups upstream registers by default
     supports = ["float", "int2float"]       # every group the body handles (superset of dtypes)
     template = "atan2.metal.j2"             # in templates/functors/
     note = "atan2(a, b) in float ..."       # one line: what it computes, any deliberate CPU difference
+
+A ternary body taking the stub's Scalar (addcmul: `a + value * b * c`) says `arity = 3` and
+`alpha = true`: its `operator()` takes the three tensors' elements and the Scalar last, all of
+type T (the launcher mpsgen adds on 2.13 passes the Scalar in the iterator's common dtype).
 
 Group names are those of `mpsgen.dtypes.GROUPS`. `int2float` and `integer` never appear together:
 both register the integer input types, with different output types.
@@ -64,8 +68,11 @@ _FIELDS = {"arity": int, "dtypes": list, "supports": list, "template": str, "not
 # else it keeps a local helper (mpsgen.read.c10lib).
 # An op whose output dtype is bool whatever the input (logical, comparison, isnan-like ops) says
 # `output = "bool"`: every group registers its input types with a bool output.
+# A body taking the stub's one Scalar as its last operand (addcmul's and addcdiv's `value`: an alpha
+# kernel) says `alpha = true`; it is offered only to an op whose stub passes one, and an op whose
+# stub passes one gets no body without it.
 _OPTIONAL_FIELDS = {"params": list, "defaults": dict, "served_by_shared_code": list, "c10": list, "output": str,
-                    "requires": list}
+                    "requires": list, "alpha": bool}
 OUTPUTS = ("bool",)
 
 
@@ -83,6 +90,7 @@ class CatalogEntry:
     c10: tuple[str, ...] = ()  # c10::metal functions the body calls where the checkout declares them
     output: str = ""  # "bool": the op writes bool for every input; "": as the group says
     requires: tuple[str, ...] = ()  # c10::metal functions the body calls with no local stand-in: none, no body
+    alpha: bool = False  # the body takes the stub's Scalar as its last operand (an alpha kernel)
 
     @property
     def template_name(self) -> str:
@@ -141,8 +149,8 @@ def _entry(op: str, table: object, path: Path, text: str, template_dir: Path) ->
     for key, kind in _FIELDS.items():
         if not isinstance(table[key], kind) or (kind is int and isinstance(table[key], bool)):
             raise MpsgenError(f"catalog entry {op!r}: {key} must be a {kind.__name__}", location=where)
-    if table["arity"] not in (1, 2):
-        raise MpsgenError(f"catalog entry {op!r}: arity {table['arity']} is not 1 or 2", location=where)
+    if table["arity"] not in (1, 2, 3):
+        raise MpsgenError(f"catalog entry {op!r}: arity {table['arity']} is not 1, 2 or 3", location=where)
     dtypes = _groups(op, "dtypes", table["dtypes"], where)
     supports = _groups(op, "supports", table["supports"], where)
     extra = [group for group in dtypes if group not in supports]
@@ -184,8 +192,12 @@ def _entry(op: str, table: object, path: Path, text: str, template_dir: Path) ->
     requires = tuple(table.get("requires", ()))
     if not all(isinstance(name, str) and name.isidentifier() for name in requires):
         raise MpsgenError(f"catalog entry {op!r}: requires must be c10::metal function names", location=where)
+    alpha = table.get("alpha", False)
+    if alpha and params:
+        raise MpsgenError(f"catalog entry {op!r}: a params body takes its scalars in the struct, not as an alpha",
+                          location=where, hint="drop alpha")
     return CatalogEntry(op, table["arity"], dtypes, supports, table["template"], table["note"], params, defaults, served,
-                        c10, output, requires)
+                        c10, output, requires, alpha)
 
 
 def _groups(op: str, key: str, names: list, where: Location) -> tuple[str, ...]:

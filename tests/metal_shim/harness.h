@@ -1,6 +1,6 @@
 // harness.h: test-side helpers for the functor programs tests/test_catalog.py generates.
 // Makes inputs of each Metal type from doubles, calls a functor, and prints one line per call:
-//   <op> <group> <in type> <out type> <index> <a.re> <a.im> [<b.re> <b.im>] <r.re> <r.im>
+//   <op> <group> <in type> <out type> <index> <a.re> <a.im> [<b.re> <b.im> ...] <r.re> <r.im>
 // Inputs are printed after conversion to their type, so the Python reference sees what the body saw.
 #pragma once
 
@@ -83,6 +83,26 @@ void run2(const char* op, const char* group, const double* re0, const double* im
   }
 }
 
+// A ternary functor taking the stub's Scalar (addcmul): three operands and the Scalar, all of type T.
+template <typename T, typename F>
+void run4(const char* op, const char* group, const double* re0, const double* im0, const double* re1,
+          const double* im1, const double* re2, const double* im2, const double* re3, const double* im3, int n) {
+  for (int i = 0; i < n; ++i) {
+    const T a = make<T>(re0[i], im0[i]);
+    const T b = make<T>(re1[i], im1[i]);
+    const T c = make<T>(re2[i], im2[i]);
+    const T value = make<T>(re3[i], im3[i]);
+    const auto r = F{}(a, b, c, value);
+    std::printf("value %s %s %s %s %d", op, group, type_name<T>(), type_name<std::decay_t<decltype(r)>>(), i);
+    emit(a);
+    emit(b);
+    emit(c);
+    emit(value);
+    emit(r);
+    std::printf("\n");
+  }
+}
+
 // Whether F can be called with `arity` operands of type T, and what it returns then.
 template <typename F, typename T, int arity>
 void probe(const char* op) {
@@ -90,6 +110,9 @@ void probe(const char* op) {
     std::printf("probe %s %s %s\n", op, type_name<T>(), type_name<std::decay_t<std::invoke_result_t<F, T>>>());
   } else if constexpr (arity == 2 && std::is_invocable_v<F, T, T>) {
     std::printf("probe %s %s %s\n", op, type_name<T>(), type_name<std::decay_t<std::invoke_result_t<F, T, T>>>());
+  } else if constexpr (arity == 4 && std::is_invocable_v<F, T, T, T, T>) {
+    std::printf("probe %s %s %s\n", op, type_name<T>(),
+                type_name<std::decay_t<std::invoke_result_t<F, T, T, T, T>>>());
   } else {
     std::printf("probe %s %s none\n", op, type_name<T>());
   }

@@ -228,3 +228,50 @@ REFERENCES = {
     "pow": ref_pow,
 }
 KIND_ARGUMENT = frozenset({"nextafter"})
+
+
+def _fdiv(a: float, b: float) -> float:
+    """a / b in IEEE arithmetic (Python raises where the kernel gives inf or NaN)."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or math.isnan(a):
+            return NAN
+        return math.copysign(INF, a) * math.copysign(1.0, b)
+
+
+def _cdiv(x: complex, y: complex) -> complex:
+    """x / y as CPU divides c10::complex (numpy's: y scaled by its larger part; y == 0 gives
+    x.real / |0|, x.imag / |0|)."""
+    a, b, c, d = x.real, x.imag, y.real, y.imag
+    if abs(c) >= abs(d):
+        if c == 0 and d == 0:
+            return complex(_fdiv(a, abs(c)), _fdiv(b, abs(d)))
+        r = d / c
+        s = 1.0 / (c + d * r)
+        return complex((a + b * r) * s, (b - a * r) * s)
+    r = c / d
+    s = 1.0 / (d + c * r)
+    return complex((a * r + b) * s, (b * r - a) * s)
+
+
+def ref_addcmul(a, b, c, value):
+    """a + value * b * c, the product in CPU's order."""
+    return a + value * b * c
+
+
+def ref_addcdiv(a, b, c, value):
+    """a + value * b / c in CPU's order; complex by CPU's complex division."""
+    scaled = value * b
+    if isinstance(scaled, complex) or isinstance(c, complex):
+        return a + _cdiv(complex(scaled), complex(c))
+    return a + _fdiv(float(scaled), float(c))
+
+
+# The catalog's bodies taking the stub's Scalar as their last operand (`alpha = true`): the catalog
+# tests check them; `mpsgen try` compares a kernel taking scalars with torch's CPU op only (its
+# catalog reference takes none), so they are kept apart from REFERENCES.
+SCALAR_REFERENCES = {
+    "addcmul": ref_addcmul,
+    "addcdiv": ref_addcdiv,
+}
