@@ -44,6 +44,19 @@ def test_each_candidate_is_checked_once_in_order_and_the_workers_reads_are_the_s
     assert reads.texts == {f"{op}.txt": f"{op} text" for op in ops}
 
 
+@pytest.mark.parametrize("given, here", [("1", True), ("2", False), ("none", False)])
+def test_mpsgen_jobs_sets_the_workers(tmp_path, monkeypatch, given, here):
+    for op in ("logit", "gelu"):
+        (tmp_path / f"{op}.txt").write_text("text", encoding="utf-8")
+    monkeypatch.setattr(scan_module, "_confirm_derived", _checked_here_or_there)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(scan_module.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setenv("MPSGEN_JOBS", given)  # not a number: the cores
+    derived = [scan_module._Derived(op, "body from somewhere", "") for op in ("logit", "gelu")]
+    found = scan_module.confirm_all(_Views(Checkout(tmp_path)), derived)
+    assert all(c.reason.endswith(f" in {os.getpid()}") == here for c in found)
+
+
 def test_a_process_that_imported_torch_checks_serially(tmp_path, monkeypatch):
     (tmp_path / "logit.txt").write_text("text", encoding="utf-8")
     (tmp_path / "gelu.txt").write_text("text", encoding="utf-8")

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import gc
 import multiprocessing
 import os
 import pickle
@@ -349,24 +350,28 @@ def _confirm_derived(views, derived: _Derived) -> Candidate:
 # forked workers check the derived candidates: what they check is this module's state when they fork
 _FORKED: tuple[Views, list[_Derived]] | None = None
 MAX_JOBS = 4  # each worker imports torch (~250 MB) for its try runs
+JOBS_VAR = "MPSGEN_JOBS"  # how many workers check them (1: in the scan's own process); default the cores
 
 
 def confirm_all(views: Views, derived: list[_Derived], jobs: int | None = None) -> list[Candidate]:
     """`_confirm_derived` of each candidate, in order: with two or more, in worker processes forked
-    from this one (`jobs`, default the cores this process may run on, at most MAX_JOBS), each
-    taking the next unchecked one; what a worker read of the checkout is recorded here as if read
+    from this one (`jobs`, else `$MPSGEN_JOBS`, else the cores this process may run on, at most
+    MAX_JOBS), each taking the next unchecked one; what a worker read of the checkout is recorded here as if read
     here (`read.checkout.add_reads`). Each check depends on its op alone (migrate planned in memory,
     try on the plan), so the results are the serial ones; a pool that fails checks serially, and so
     does a process that has imported torch."""
     global _FORKED
     if jobs is None:
-        jobs = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, MAX_JOBS)
+        given = os.environ.get(JOBS_VAR, "").strip()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        jobs = int(given) if given.isdigit() and int(given) > 0 else min(cores, MAX_JOBS)
     jobs = min(jobs, len(derived))
     # a process that has run torch's ops cannot fork safely (its OpenMP pool hangs the child): a
     # library user's second scan, or a test run's, checks serially; the command's never has
     if jobs < 2 or "torch" in sys.modules or "fork" not in multiprocessing.get_all_start_methods():
         return [_confirm_derived(views, d) for d in derived]
     _FORKED = (views, derived)
+    gc.freeze()  # the workers share this process's objects: no collection of theirs copies those pages
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
             done = list(pool.map(_confirm_forked, range(len(derived))))
@@ -374,6 +379,7 @@ def confirm_all(views: Views, derived: list[_Derived], jobs: int | None = None) 
         return [_confirm_derived(views, d) for d in derived]
     finally:
         _FORKED = None
+        gc.unfreeze()
     for _, reads in done:
         add_reads(reads)
     return [candidate for candidate, _ in done]
