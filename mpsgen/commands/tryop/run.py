@@ -156,7 +156,8 @@ def _build(compiler: Compiler, source: Path, binary: Path, coverage: bool, funct
     refused only for a `c ? bfloat : float` is checked again with the conversion explicit, and built
     so (without coverage, as before). With g++ the program is built, meanwhile, with only the tried
     functor's registrations instantiated (`metalhost.slim`: ~5x less to compile for a large kernel
-    file); where that build fails, the program is built whole."""
+    file); where that build fails, the program is built whole. With clang (or no functor named) the
+    whole program is built once, as it always was."""
 
     def command(explicit: bool, instrumented: bool) -> list[str]:
         built = compiler.build_command(source, (), binary, explicit_bfloat=explicit)
@@ -164,11 +165,22 @@ def _build(compiler: Compiler, source: Path, binary: Path, coverage: bool, funct
             built[-3:-3] = list(COVERAGE_FLAGS)
         return built
 
-    slim_builds = functor is not None and compiler.family == "gcc"
+    if functor is None or compiler.family != "gcc":  # no slim build: the whole program, built once
+        built = _compile(command(False, coverage))
+        if built.returncode != 0 and mixed_bfloat_choice(built.stderr):
+            try:
+                again = _compile(command(True, False))
+            except MpsgenError:
+                again = None
+            if again is not None and again.returncode == 0:
+                built = again
+        if built.returncode != 0:
+            raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
+        return
     check = _Compile(_syntax_only(command(False, False)))
     slim = None
     try:
-        slim = _slim_build(command(False, coverage), functor) if slim_builds else None
+        slim = _slim_build(command(False, coverage), functor)
         checked, explicit = check.result(), False
         if checked.returncode != 0 and mixed_bfloat_choice(checked.stderr):
             # `c ? bfloat : float`: again with float -> bfloat explicit (compiler.EXPLICIT_BFLOAT)
