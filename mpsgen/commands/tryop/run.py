@@ -112,8 +112,7 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
 
 
 class _Compile:
-    """One run of the host compiler, started at once (the whole program's check and the slim build
-    run side by side, one core each)."""
+    """One run of the host compiler, started at once; `stop` ends it (the compiler proper too)."""
 
     def __init__(self, command: list[str]):
         # a session of its own: stopping it stops the compiler proper (cc1plus) too
@@ -154,7 +153,7 @@ def _build(compiler: Compiler, source: Path, binary: Path, coverage: bool, funct
     raise what the whole program's compile says. The whole program is checked (`-fsyntax-only`:
     every registration of the kernel file instantiated, the diagnostics of a full build); a file
     refused only for a `c ? bfloat : float` is checked again with the conversion explicit, and built
-    so (without coverage, as before). With g++ the program is built, meanwhile, with only the tried
+    so (without coverage, as before). With g++ the program is then built with only the tried
     functor's registrations instantiated (`metalhost.slim`: ~5x less to compile for a large kernel
     file); where that build fails, the program is built whole. With clang (or no functor named) the
     whole program is built once, as it always was."""
@@ -177,30 +176,24 @@ def _build(compiler: Compiler, source: Path, binary: Path, coverage: bool, funct
         if built.returncode != 0:
             raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
         return
-    check = _Compile(_syntax_only(command(False, False)))
-    slim = None
-    try:
-        slim = _slim_build(command(False, coverage), functor)
-        checked, explicit = check.result(), False
-        if checked.returncode != 0 and mixed_bfloat_choice(checked.stderr):
-            # `c ? bfloat : float`: again with float -> bfloat explicit (compiler.EXPLICIT_BFLOAT)
-            try:
-                again = _compile(_syntax_only(command(True, False)))
-            except MpsgenError:
-                again = None
-            if again is not None and again.returncode == 0:
-                checked, explicit = again, True
-        if checked.returncode != 0:
-            raise _compile_failure(checked.stderr, kernel_file, functor, owners, root, compiler)
-        if explicit and slim is not None:
+    checked, explicit = _compile(_syntax_only(command(False, False))), False
+    if checked.returncode != 0 and mixed_bfloat_choice(checked.stderr):
+        # `c ? bfloat : float`: again with float -> bfloat explicit (compiler.EXPLICIT_BFLOAT)
+        try:
+            again = _compile(_syntax_only(command(True, False)))
+        except MpsgenError:
+            again = None
+        if again is not None and again.returncode == 0:
+            checked, explicit = again, True
+    if checked.returncode != 0:
+        raise _compile_failure(checked.stderr, kernel_file, functor, owners, root, compiler)
+    slim = _slim_build(command(explicit, coverage and not explicit), functor)
+    if slim is not None:
+        try:
+            if slim.result().returncode == 0:
+                return
+        finally:
             slim.stop()
-            slim = _slim_build(command(True, False), functor)
-        if slim is not None and slim.result().returncode == 0:
-            return
-    finally:
-        for started in (check, slim):
-            if started is not None:
-                started.stop()
     built = _compile(command(explicit, coverage and not explicit))
     if built.returncode != 0:
         raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
