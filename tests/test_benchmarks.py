@@ -93,3 +93,43 @@ def test_checkout_with_assembly_options_is_a_usage_error(tmp_path):
     assert done.stderr.splitlines()[-1] == (
         "run.py: error: --checkout times a checkout as it is: --wheel, --kernels-from and --keep assemble one"
     )
+
+
+def _bench_warm():
+    spec = importlib.util.spec_from_file_location("mpsgen_benchmarks_warm", REPO / "benchmarks" / "bench_warm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_bench_warm_stops_at_a_run_ending_with_a_code_the_command_should_not_end_with(tmp_path):
+    warm = _bench_warm()
+    codes = iter([0, 0, 1])
+    runs = []
+
+    def run_once(argv, env, cwd):
+        runs.append(argv)
+        return 0.5, 40.0, next(codes), 0.4
+
+    env = {"MPSGEN_CACHE_DIR": str(tmp_path / "cache")}
+    with pytest.raises(warm.Failed) as failed:
+        warm.measure(run_once, ["python", "-c", "naive"], env, tmp_path, 3)
+    assert str(failed.value) == "exit code 1 (expected 0): python -c naive"
+    assert len(runs) == 3  # the cold run, then warm ones until the failing one
+    codes = iter([1, 0])
+    done = warm.measure(run_once, ["mpsgen", "try"], env, tmp_path, 1, {0, 1})
+    assert done["exit_codes"] == [0, 1] and done["runs"] == 1
+
+
+def test_bench_warm_refuses_an_interpreter_without_what_the_naive_parse_imports(tmp_path, capsys):
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'libcst'\" >&2\nexit 1\n", encoding="utf-8")
+    python.chmod(0o755)
+    out = tmp_path / "results.json"
+    code = _bench_warm().main(["--python", str(python), "--real", str(tmp_path), "--source", str(tmp_path),
+                               "--output", str(out)])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"bench_warm: {python} cannot run the benchmark (ModuleNotFoundError: No module named 'libcst'): install "
+        "mpsgen and libcst into it (VENV/bin/pip install . libcst; see docs/performance.md)\n")
+    assert not out.exists()

@@ -40,7 +40,7 @@ from mpsgen.read.metalhost.compiler import find_compiler
 FORMAT = 1
 _PACKAGE = Path(__file__).resolve().parent.parent
 # the settings that change no answer of the scan
-_NOT_SETTINGS = frozenset({"MPSGEN_CACHE_DIR", "MPSGEN_STATE_DIR", "MPSGEN_NO_CACHE", "MPSGEN_NO_KEPT"})
+_NOT_SETTINGS = frozenset({"MPSGEN_CACHE_DIR", "MPSGEN_STATE_DIR", "MPSGEN_NO_CACHE", "MPSGEN_NO_KEPT", "MPSGEN_JOBS"})
 _OVERRIDES = ".mpsgen/templates"
 _STYLE_FILES = (".clang-format", "_clang-format")
 

@@ -47,9 +47,16 @@ from __future__ import annotations
 
 import ast
 import bisect
+import gc
+import multiprocessing
+import os
+import pickle
 import re
+import sys
 from collections import Counter
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
 
 from mpsgen.commands.scanreport import (
     BACKINGS,
@@ -92,7 +99,7 @@ from mpsgen.facts.views import (
 )
 from mpsgen.model import Location
 from mpsgen.read.cache import cached_index
-from mpsgen.read.checkout import COMMON_MPS, Checkout, recording
+from mpsgen.read.checkout import COMMON_MPS, Checkout, Reads, add_reads, recording
 from mpsgen.read.cpp import find_definitions, mask_code
 from mpsgen.read.nfyaml import NativeFunctions, YamlEntry
 from mpsgen.read.pylists import match_bracket
@@ -181,7 +188,7 @@ def scan_checkout(checkout: Checkout) -> ScanReport:
     return report
 
 
-def _scan_checkout(checkout: Checkout) -> ScanReport:
+def _scan_checkout(checkout: Checkout, jobs: int | None = None) -> ScanReport:
     views = Views(Workspace(checkout), disk_cache=True)
     nf = views.native_functions
     views.all_stubs()  # one read of every header: every op looks its stub up
@@ -195,6 +202,10 @@ def _scan_checkout(checkout: Checkout) -> ScanReport:
     records = []
     for op in nf.op_names:
         records.append(_op_record(views, op, nf.op_entries(op), catalog, definitions, metal_groups, xfail_by_op))
+    deferred = [i for i, r in enumerate(records) if isinstance(r.candidate, _Derived)]
+    confirmed = confirm_all(views, [records[i].candidate for i in deferred], jobs)
+    for i, candidate in zip(deferred, confirmed):
+        records[i] = replace(records[i], candidate=candidate)
     records.sort(key=lambda r: r.op)
     return ScanReport(str(checkout.root), tuple(records), tuple(files), tuple(notes))
 
@@ -317,8 +328,23 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
     return Candidate("expr", f"supported stub signature, {why}{lacked}: pass --expr{graph}")
 
 
-def _derived_candidate(views, op: str, what: str, graph: str) -> Candidate:
+@dataclass(frozen=True)
+class _Derived:
+    """A candidate whose body a source derived, its check still to run (`_confirm_derived`): every
+    op is classified first, then these are checked, side by side where there are cores."""
+
+    op: str
+    what: str
+    graph: str
+
+
+def _derived_candidate(views, op: str, what: str, graph: str) -> _Derived:
+    return _Derived(op, what, graph)
+
+
+def _confirm_derived(views, derived: _Derived) -> Candidate:
     """A candidate whose body a source derived: ready when migrate plans it and its try check passes."""
+    op, what, graph = derived.op, derived.what, derived.graph
     refusal = migrate_refusal(views.checkout, op, views, _templates(views))
     if refusal is not None:  # the body is there, but not for every dtype the tests expect
         return Candidate("expr", f"{what}, but migrate refuses it: {refusal}: pass --expr{graph}")
@@ -327,6 +353,52 @@ def _derived_candidate(views, op: str, what: str, graph: str) -> Candidate:
         why = turned_down.split(" not written: ", 1)[-1]  # the note names the body `what` names already
         return Candidate("expr", f"{what}, but migrate would not write it: {why}: pass --expr{graph}")
     return Candidate("ready", f"{what}{graph}")
+
+
+# forked workers check the derived candidates: what they check is this module's state when they fork
+_FORKED: tuple[Views, list[_Derived]] | None = None
+MAX_JOBS = 4  # each worker imports torch (~250 MB) for its try runs
+JOBS_VAR = "MPSGEN_JOBS"  # how many workers check them (1: in the scan's own process); default the cores
+
+
+def confirm_all(views: Views, derived: list[_Derived], jobs: int | None = None) -> list[Candidate]:
+    """`_confirm_derived` of each candidate, in order: with two or more, in worker processes forked
+    from this one (`jobs`, else `$MPSGEN_JOBS`, else the cores this process may run on, at most
+    MAX_JOBS), each taking the next unchecked one; what a worker read of the checkout is recorded here as if read
+    here (`read.checkout.add_reads`). Each check depends on its op alone (migrate planned in memory,
+    try on the plan), so the results are the serial ones; a pool that fails checks serially, and so
+    does a process that has imported torch."""
+    global _FORKED
+    if jobs is None:
+        given = os.environ.get(JOBS_VAR, "").strip()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        jobs = int(given) if given.isdigit() and int(given) > 0 else min(cores, MAX_JOBS)
+    jobs = min(jobs, len(derived))
+    # a process that has run torch's ops cannot fork safely (its OpenMP pool hangs the child): a
+    # library user's second scan, or a test run's, checks serially; the command's never has
+    if jobs < 2 or "torch" in sys.modules or "fork" not in multiprocessing.get_all_start_methods():
+        return [_confirm_derived(views, d) for d in derived]
+    _FORKED = (views, derived)
+    gc.freeze()  # the workers share this process's objects: no collection of theirs copies those pages
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            done = list(pool.map(_confirm_forked, range(len(derived))))
+    except (BrokenProcessPool, OSError, pickle.PicklingError):
+        return [_confirm_derived(views, d) for d in derived]
+    finally:
+        _FORKED = None
+        gc.unfreeze()
+    for _, reads in done:
+        add_reads(reads)
+    return [candidate for candidate, _ in done]
+
+
+def _confirm_forked(index: int) -> tuple[Candidate, Reads]:
+    """In a forked worker: the `index`th derived candidate checked, and what checking it read."""
+    views, derived = _FORKED
+    with recording(views.checkout.root) as reads:
+        candidate = _confirm_derived(views, derived[index])
+    return candidate, reads
 
 
 def derived_params(views: Views, op: str) -> tuple[str | None, str]:

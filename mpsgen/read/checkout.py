@@ -63,6 +63,15 @@ def recording(root: Path) -> Iterator[Reads]:
         _RECORDING.remove(reads)
 
 
+def add_reads(found: Reads) -> None:
+    """What another process read of a checkout (a worker computing part of a command) added to
+    every recording of that checkout here, as if read here."""
+    for reads in _recorders(found.root):
+        reads.texts.update(found.texts)
+        reads.exists.update(found.exists)
+        reads.globs.update(found.globs)
+
+
 def _recorders(root: Path) -> list[Reads]:
     return [r for r in _RECORDING if r.root == root] if _RECORDING else []
 

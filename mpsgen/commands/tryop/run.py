@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ from mpsgen.read.metalhost.compiler import (
 )
 from mpsgen.read.metalhost.owners import CodeOwners, diagnostic_owners
 from mpsgen.read.metalhost.rewrite import rewrite_metal
+from mpsgen.read.metalhost.slim import declare_only
 
 COMPILE_TIMEOUT = 180.0
 RUN_TIMEOUT = 60.0
@@ -89,26 +92,8 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
         source = Path(tmp) / "try.cpp"
         binary = Path(tmp) / "try"
         source.write_text(rewrite_metal(program), encoding="utf-8")
-        command = compiler.build_command(source, (), binary)
         gcov, no_gcov = gcov_for(compiler.path, compiler.family) if coverage is not None else (None, "")
-        if gcov is not None:
-            command[-3:-3] = list(COVERAGE_FLAGS)
-        try:
-            built = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise MpsgenError(f"the host compiler did not finish the try program in {COMPILE_TIMEOUT:g} s",
-                              hint="run again on a less loaded machine, or on a Mac with MPS (--backend mps)") from None
-        if built.returncode != 0 and mixed_bfloat_choice(built.stderr):
-            # `c ? bfloat : float`: again with float -> bfloat explicit (compiler.EXPLICIT_BFLOAT)
-            try:
-                again = subprocess.run(compiler.build_command(source, (), binary, explicit_bfloat=True),
-                                       capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                again = None
-            if again is not None and again.returncode == 0:
-                built = again
-        if built.returncode != 0:
-            raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
+        _build(compiler, source, binary, gcov is not None, functor, kernel_file, owners, root)
         try:
             ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=RUN_TIMEOUT)
         except subprocess.TimeoutExpired:  # most likely a loop as long as an input's value, which try's extremes make endless
@@ -124,6 +109,117 @@ def run_on_host(program: str, kernel_file: str, work: Path | None = None,
     if coverage is not None:
         return parse_outputs(ran.stdout), compiler.path, measured
     return parse_outputs(ran.stdout), compiler.path
+
+
+class _Compile:
+    """One run of the host compiler, started at once; `stop` ends it (the compiler proper too)."""
+
+    def __init__(self, command: list[str]):
+        # a session of its own: stopping it stops the compiler proper (cc1plus) too
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        start_new_session=True)
+        self.args = command
+        self.done = False
+
+    def result(self) -> subprocess.CompletedProcess:
+        try:
+            out, err = self.process.communicate(timeout=COMPILE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.stop()
+        else:
+            self.done = True
+            return subprocess.CompletedProcess(self.args, self.process.returncode, out, err)
+        raise MpsgenError(f"the host compiler did not finish the try program in {COMPILE_TIMEOUT:g} s",
+                          hint="run again on a less loaded machine, or on a Mac with MPS (--backend mps)")
+
+    def stop(self) -> None:
+        """End the compiler if it still runs (its result is not wanted)."""
+        if not self.done:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except OSError:  # already gone
+                pass
+            self.process.communicate()
+            self.done = True
+
+
+def _compile(command: list[str]) -> subprocess.CompletedProcess:
+    return _Compile(command).result()
+
+
+def _build(compiler: Compiler, source: Path, binary: Path, coverage: bool, functor: str | None, kernel_file: str,
+           owners: CodeOwners | None, root: Path | None) -> None:
+    """Build the try program `source` into `binary` (with g++'s coverage flags when `coverage`), or
+    raise what the whole program's compile says. The whole program is checked (`-fsyntax-only`:
+    every registration of the kernel file instantiated, the diagnostics of a full build); a file
+    refused only for a `c ? bfloat : float` is checked again with the conversion explicit, and built
+    so (without coverage, as before). With g++ the program is then built with only the tried
+    functor's registrations instantiated (`metalhost.slim`: ~5x less to compile for a large kernel
+    file); where that build fails, the program is built whole. With clang (or no functor named) the
+    whole program is built once, as it always was."""
+
+    def command(explicit: bool, instrumented: bool) -> list[str]:
+        built = compiler.build_command(source, (), binary, explicit_bfloat=explicit)
+        if instrumented:
+            built[-3:-3] = list(COVERAGE_FLAGS)
+        return built
+
+    if functor is None or compiler.family != "gcc":  # no slim build: the whole program, built once
+        built = _compile(command(False, coverage))
+        if built.returncode != 0 and mixed_bfloat_choice(built.stderr):
+            try:
+                again = _compile(command(True, False))
+            except MpsgenError:
+                again = None
+            if again is not None and again.returncode == 0:
+                built = again
+        if built.returncode != 0:
+            raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
+        return
+    checked, explicit = _compile(_syntax_only(command(False, False))), False
+    if checked.returncode != 0 and mixed_bfloat_choice(checked.stderr):
+        # `c ? bfloat : float`: again with float -> bfloat explicit (compiler.EXPLICIT_BFLOAT)
+        try:
+            again = _compile(_syntax_only(command(True, False)))
+        except MpsgenError:
+            again = None
+        if again is not None and again.returncode == 0:
+            checked, explicit = again, True
+    if checked.returncode != 0:
+        raise _compile_failure(checked.stderr, kernel_file, functor, owners, root, compiler)
+    slim = _slim_build(command(explicit, coverage and not explicit), functor)
+    if slim is not None:
+        try:
+            if slim.result().returncode == 0:
+                return
+        finally:
+            slim.stop()
+    built = _compile(command(explicit, coverage and not explicit))
+    if built.returncode != 0:
+        raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
+
+
+def _syntax_only(command: list[str]) -> list[str]:
+    """A build command (`... SOURCE -o BINARY`) as a check of the source alone."""
+    return [*command[:-2], "-fsyntax-only"]
+
+
+def _slim_build(command: list[str], functor: str) -> _Compile | None:
+    """The build `command` (`... SOURCE -o BINARY`), started on the preprocessed source with the
+    other functors' registrations declared only (`slim.declare_only`); None when the source does
+    not preprocess. Each build writes its own preprocessed file."""
+    source, binary = Path(command[-3]), Path(command[-1])
+    flags = [c for c in command[1:-3] if c not in COVERAGE_FLAGS]
+    expanded_path = source.with_name(f"{source.stem}-{len(list(source.parent.glob('*.ii')))}.ii")
+    try:
+        expanded = _compile([command[0], *flags, "-E", str(source), "-o", str(expanded_path)])
+        if expanded.returncode != 0:
+            return None
+        slim, _ = declare_only(expanded_path.read_text(encoding="utf-8", errors="surrogateescape"), functor)
+        expanded_path.write_text(slim, encoding="utf-8", errors="surrogateescape")
+        return _Compile([*command[:-3], "-x", "c++-cpp-output", str(expanded_path), "-o", str(binary)])
+    except (MpsgenError, OSError):
+        return None
 
 
 def _compile_failure(stderr: str, kernel_file: str, functor: str | None = None,
