@@ -280,3 +280,26 @@ def test_pow_in_complex64_is_judged_on_the_values_the_test_feeds_and_a_wrong_bod
     checkout = Checkout(tmp_path)
     assert {op: samples_finite_parts(checkout, op) for op in ("pow", "hypot", "atan2", "xlogy", "fmod", "polar", "sub")} == {
         "pow": True, "atan2": True, "hypot": False, "xlogy": False, "fmod": False, "polar": False, "sub": False}
+
+
+def test_opmath_registrations_are_read_directly_and_through_a_macro_of_the_file():
+    from mpsgen.commands.tryop.lookup import opmath_registered
+
+    text = (DATA / "OpmathRegister.metal").read_text(encoding="utf-8")
+    assert opmath_registered(text, "square_sum") == frozenset({"half2"})  # the commented line is not read
+    assert opmath_registered(text, "twice") == frozenset({"half", "bfloat"})
+    assert opmath_registered(text, "sum") == frozenset()
+
+
+def test_a_type_registered_at_opmath_gets_its_operands_at_opmath_in_the_try_kernel():
+    from mpsgen.facts.templates import Templates
+
+    source = Templates(Path(".")).render("try_kernels.metal.j2", functor="pow", arity=2, types=["float2", "half2"],
+                                         alphas={}, struct=False, opmath=["half2"])
+    assert "  out[i] = f(in0[i], in1[i]);\n}\n\nkernel void mpsgen_try_half2(" in source  # float2: as registered
+    assert source.endswith(
+        "  pow_functor f;\n"
+        "  // registered through an OPMATH macro: the operands at opmath_t<half2>, as c10's kernels call the functor\n"
+        "  using om_t = ::c10::metal::opmath_t<half2>;\n"
+        "  out[i] = static_cast<::c10::metal::result_of<pow_functor, half2, half2>>(f(om_t(in0[i]), om_t(in1[i])));\n"
+        "}\n")
