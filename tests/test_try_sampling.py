@@ -7,6 +7,7 @@ at each boundary of the functor's comparisons of its alpha (logit_backward's eps
 
 from __future__ import annotations
 
+import cmath
 import json
 import math
 from pathlib import Path
@@ -214,3 +215,91 @@ def test_an_optional_tested_alone_is_true_when_set_zero_included():
     assert evaluate(call, {"eps": 0.25}, optionals=frozenset({"eps"})) == 0.25
     # a plain number tested alone is its value's truth, as C++ has it
     assert evaluate("x ? 1 : 2", {"x": 0.0}) == 2
+
+
+# ---- complex values upstream's test never feeds (pow's exp(w * log(z)) in complex64) ---------------
+
+
+def _complex_pow_kernel(torch, inputs, sign: float = 1.0, log_scale: float = 1.0) -> tuple:
+    """A complex power as a polar-form body computes it in float: r = sqrt(x^2 + y^2) (overflowing for
+    parts beyond 1.8e19), a zero base giving 0 for a positive real exponent and NaN otherwise, else
+    exp(w * log(z)) by the plain complex product. `sign` scales the result's imaginary part, `log_scale`
+    the log's real part (a wrong constant)."""
+    z, w = (torch.tensor(list(col), dtype=torch.complex64) for col in inputs.columns)
+    x, y, c, d = z.real, z.imag, w.real, w.imag
+    r = torch.sqrt(x * x + y * y)
+    theta, log_r = torch.atan2(y, x), torch.log(r) * log_scale
+    size, angle = torch.exp(c * log_r - d * theta), c * theta + d * log_r
+    out = torch.complex(size * torch.cos(angle), sign * size * torch.sin(angle))
+    zero = torch.where(c > 0, torch.zeros_like(out), torch.full_like(out, complex(math.nan, math.nan)))
+    out = torch.where(r == 0, zero, out)
+    return tuple(out.to(torch.complex128).tolist())
+
+
+@needs_torch
+def test_pow_in_complex64_is_judged_on_the_values_the_test_feeds_and_a_wrong_body_still_fails(tmp_path):
+    from mpsgen.commands.tryop.branchvalues import samples_finite_parts
+    from mpsgen.commands.tryop.reference import torch_reference
+    from mpsgen.read.checkout import COMMON_METHODS, Checkout
+
+    torch = import_torch()
+    inputs = make_inputs("float2", 2, 0, 32, ())
+    want = torch_reference("pow", 2)[0].compute(inputs, None)
+
+    def run(got, finite: bool = True):
+        return compare(inputs, got, want.values, "float2", "", want.alone, None, want.wide, 10, finite)
+
+    right = run(_complex_pow_kernel(torch, inputs))
+    assert (right.status, right.mismatches, right.cases) == ("passed", 0, 1328)
+    beyond = right.beyond_samples
+    assert len(beyond) == 136  # as 2.15's own kernel on the source checkout: 127 with an inf or NaN part, 9 huge
+    # every case the rule passes has an inf or NaN part, or a part past sqrt(3.4e38) and a non-finite kernel value
+    for case, got, _ in beyond:
+        parts = [p for v in case for p in (v.real, v.imag)]
+        assert not all(map(math.isfinite, parts)) or (any(abs(p) >= 1.8446742e19 for p in parts)
+                                                      and not cmath.isfinite(got))
+    # C's special-value rules (CPU) against exp(w * log(z)) at a zero base raised to an infinite imaginary part
+    zero_cases = [(case, got, cpu) for case, got, cpu in beyond if case[0] == 0]
+    assert zero_cases[0][0] == (0j, complex(1.0, INF)) and zero_cases[0][1] == 0j and cmath.isnan(zero_cases[0][2])
+    assert right.note.startswith("beyond what upstream's test samples: 136 cases with an operand whose real or "
+                                 "imaginary part is inf or NaN, or at least the square root of the type's largest "
+                                 "value where the kernel's value is not finite (the OpInfo's samples draw finite parts "
+                                 "with make_tensor and add none such): ")
+    # without the OpInfo's word that its samples are finite, the same cases fail
+    assert run(_complex_pow_kernel(torch, inputs), finite=False).mismatches == 136
+    flipped = run(_complex_pow_kernel(torch, inputs, sign=-1.0))
+    constant = run(_complex_pow_kernel(torch, inputs, log_scale=1.0001))
+    assert (flipped.status, flipped.mismatches) == ("failed", 199)
+    assert (constant.status, constant.mismatches) == ("failed", 121)
+    # both fail on operands the test feeds: every part finite and within [-9, 9]
+    for wrong in (flipped, constant):
+        assert any(all(abs(p) <= 9 for v in m.inputs for p in (v.real, v.imag)) for m in wrong.examples)
+    # the OpInfo file says which ops' samples are finite (tests/data/trysampling/complex_samples.py)
+    (tmp_path / COMMON_METHODS).parent.mkdir(parents=True)
+    (tmp_path / COMMON_METHODS).write_text((DATA / "complex_samples.py").read_text(encoding="utf-8"), encoding="utf-8")
+    checkout = Checkout(tmp_path)
+    assert {op: samples_finite_parts(checkout, op) for op in ("pow", "hypot", "atan2", "xlogy", "fmod", "polar", "sub")} == {
+        "pow": True, "atan2": True, "hypot": False, "xlogy": False, "fmod": False, "polar": False, "sub": False}
+
+
+def test_opmath_registrations_are_read_directly_and_through_a_macro_of_the_file():
+    from mpsgen.commands.tryop.lookup import opmath_registered
+
+    text = (DATA / "OpmathRegister.metal").read_text(encoding="utf-8")
+    assert opmath_registered(text, "square_sum") == frozenset({"half2"})  # the commented line is not read
+    assert opmath_registered(text, "twice") == frozenset({"half", "bfloat"})
+    assert opmath_registered(text, "sum") == frozenset()
+
+
+def test_a_type_registered_at_opmath_gets_its_operands_at_opmath_in_the_try_kernel():
+    from mpsgen.facts.templates import Templates
+
+    source = Templates(Path(".")).render("try_kernels.metal.j2", functor="pow", arity=2, types=["float2", "half2"],
+                                         alphas={}, struct=False, opmath=["half2"])
+    assert "  out[i] = f(in0[i], in1[i]);\n}\n\nkernel void mpsgen_try_half2(" in source  # float2: as registered
+    assert source.endswith(
+        "  pow_functor f;\n"
+        "  // registered through an OPMATH macro: the operands at opmath_t<half2>, as c10's kernels call the functor\n"
+        "  using om_t = ::c10::metal::opmath_t<half2>;\n"
+        "  out[i] = static_cast<::c10::metal::result_of<pow_functor, half2, half2>>(f(om_t(in0[i]), om_t(in1[i])));\n"
+        "}\n")

@@ -366,7 +366,8 @@ def audit_op(root: str, op: str, options: AuditOptions) -> OpAudit:
     checkout = Checkout(Path(root))
     try:
         report = try_op(checkout, op, TryOptions(backend=options.backend, reference="torch", seed=options.seed,
-                                                 samples=options.samples, examples=KEPT_CASES),
+                                                 samples=options.samples, examples=KEPT_CASES,
+                                                 note_beyond_samples=False),
                         suggest=kernel_hint)
     except CheckFailed as exc:  # the kernel did not compile on the host, crashed or did not finish
         return OpAudit(op, "not-run", _one_line(exc), seconds=time.perf_counter() - started)

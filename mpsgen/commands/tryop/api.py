@@ -14,6 +14,7 @@ from mpsgen.commands.tryop.branchvalues import (
     functor_spans,
     loop_bounded_operands,
     opinfo_domain,
+    samples_finite_parts,
     scalar_boundaries,
 )
 from mpsgen.commands.tryop.compare import MAX_EXAMPLES, DtypeResult, compare
@@ -63,6 +64,9 @@ class TryOptions:
     stub: str | None = None  # the dispatch stub, where it is not named after the op
     strict: bool = False  # an untaken branch of the functor fails (exit 1) instead of warning
     examples: int = MAX_EXAMPLES  # mismatches kept per dtype (audit keeps them all to sort them by kind)
+    # complex cases upstream's test never feeds are noted, not failed (`compare`'s beyond_samples); audit,
+    # which looks for silent-correctness bugs beyond the test, judges them
+    note_beyond_samples: bool = True
 
 
 @dataclass(frozen=True)
@@ -298,7 +302,8 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions(),
             functor=facts.functor, owners=owners, root=checkout.root, coverage=_target(checkout, facts))
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
-    results = _results(runs, opinfo_tolerances(checkout, op), options.examples)
+    results = _results(runs, opinfo_tolerances(checkout, op), options.examples,
+                       options.note_beyond_samples and samples_finite_parts(checkout, op))
     return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
                      tuple(results), options.seed, source, **_coverage_fields(backend, measured, options))
 
@@ -453,7 +458,7 @@ def _coverage_fields(backend: str, measured, options: TryOptions) -> dict:
     return {"coverage": measured.coverage, "coverage_why": measured.why, "strict": options.strict}
 
 
-def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES) -> list[DtypeResult]:
+def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES, finite_samples: bool = False) -> list[DtypeResult]:
     """Each type's comparison: skipped without a reference; failed when the kernel's output type is
     not the reference's; the OpInfo's MPS tolerance for the dtype where it has one."""
     results = []
@@ -467,7 +472,8 @@ def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES) -> list[DtypeR
         if override is not None:
             note = "; ".join(n for n in (note, f"tolerance from {override.location} (the OpInfo's MPS override)") if n)
         result = compare(case, out.values, want.values, out.out_type, note, want.alone,
-                         (override.rtol, override.atol) if override else None, want.wide, examples)
+                         (override.rtol, override.atol) if override else None, want.wide, examples,
+                         finite_samples)
         if want.out_type != out.out_type:
             why = f"the kernel returns {out.out_type}, the reference {want.out_type}"
             result = replace(result, status="failed", note="; ".join(n for n in (result.note, why) if n))
@@ -550,6 +556,7 @@ def report_to_json(report: TryReport) -> dict:
                 "tolerance": None if r.tolerance is None else {"rtol": r.tolerance[0], "atol": r.tolerance[1]},
                 "status": r.status, "note": r.note, "cpu_overflows": r.cpu_overflows,
                 "nearer_float64": len(r.nearer_float64), "edge_overflows": len(r.edge_overflows),
+                "beyond_samples": len(r.beyond_samples),
                 "nearer_float64_cases": [{"inputs": [number(v) for v in inputs], "got": number(got), "cpu": number(want),
                                           "float64": number(wide)} for inputs, got, want, wide in r.nearer_float64[:10]],
                 "examples": [{"inputs": [number(v) for v in m.inputs], "got": number(m.got), "want": number(m.want)}

@@ -358,6 +358,49 @@ def opinfo_domain(checkout: Checkout, op: str) -> tuple[float | None, float | No
     return None
 
 
+# The OpInfo classes whose default sample function draws every value with make_tensor.
+_MAKE_TENSOR_DEFAULTS = frozenset({"BinaryUfuncInfo", "UnaryUfuncInfo"})
+# What in a sample function's body can feed a non-finite or extreme value: an inf or NaN by name, a
+# float parsed from a string, a dtype's limits, a literal with a two-digit exponent.
+_NON_FINITE_WORDS = re.compile(r"\b(inf|nan|infinity|isinf|isnan|finfo|iinfo)\b|\bfloat\(\s*['\"]|\d[eE][+-]?\d\d",
+                               re.IGNORECASE)
+
+
+def samples_finite_parts(checkout: Checkout, op: str) -> bool:
+    """Whether every value upstream's `test_output_match` feeds the op has finite parts: its OpInfo's
+    `sample_inputs_func=` is a function of the OpInfo file whose body names no inf or NaN (it draws with
+    make_tensor, whose complex parts are finite, and adds only finite literals: pow's zeros raised to
+    `[1j, 2]`) nor a dtype's limits or a large literal, or the OpInfo has none and its class's default draws with make_tensor. False whenever
+    that cannot be read (a lambda, a function defined elsewhere, an unreadable file)."""
+    if not checkout.exists(COMMON_METHODS):
+        return False
+    text = checkout.read(COMMON_METHODS)
+    try:
+        refs = [ref for ref in find_opinfos(text, COMMON_METHODS, op)
+                if ref.kind != "python-ref" and not ref.kind.startswith("Foreach")]
+    except Exception:  # an unreadable OpInfo file: nothing is known of its samples
+        return False
+    if not refs:
+        return False
+    for ref in refs:
+        try:
+            call = ast.parse(text[ref.span[0] : ref.span[1]], mode="eval").body
+        except SyntaxError:
+            return False
+        given = {k.arg: k.value for k in getattr(call, "keywords", ())}
+        if "sample_inputs_func" not in given:
+            if ref.kind not in _MAKE_TENSOR_DEFAULTS:
+                return False
+            continue
+        function = given["sample_inputs_func"]
+        if not isinstance(function, ast.Name):
+            return False
+        m = re.search(rf"^def {re.escape(function.id)}\(.*?(?=^\S)", text + "\nend", re.MULTILINE | re.DOTALL)
+        if m is None or _NON_FINITE_WORDS.search(m.group(0)):
+            return False
+    return True
+
+
 def domain_values(domain: tuple[float | None, float | None] | None) -> list[float]:
     """The domain's ends and DOMAIN_POINTS points evenly inside (a half-open domain: steps of powers
     of two from its end)."""

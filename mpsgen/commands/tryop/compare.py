@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH
-from mpsgen.commands.tryop.values import LARGEST, SAMPLED_RANGE, Inputs, kind
+from mpsgen.commands.tryop.values import COMPONENT, LARGEST, SAMPLED_RANGE, Inputs, kind
 
 # (rtol, atol) by output type: torch.testing's defaults for float32/float16/bfloat16 (complex like
 # its component type). Integer and bool outputs must match exactly.
@@ -53,6 +53,10 @@ class DtypeResult:
     # overflows an intermediate where CPU, fusing a multiply-add, gives the float64 value; each
     # (inputs, kernel's value, CPU's)
     edge_overflows: tuple[tuple[tuple, object, object], ...] = ()
+    # cases matched by the rule for complex values upstream's test never feeds (`compare`): an operand
+    # with an inf or NaN part, or a part at least the square root of the type's largest value where the
+    # kernel's value is not finite; each (inputs, kernel's value, CPU's)
+    beyond_samples: tuple[tuple[tuple, object, object], ...] = ()
 
 
 def _close(got, want, rtol: float, atol: float) -> bool:
@@ -127,6 +131,28 @@ def edge_note(cases: tuple) -> str:
             f"{shown}{more}")
 
 
+def beyond_note(cases: tuple) -> str:
+    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
+    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
+    return (f"beyond what upstream's test samples: {len(cases)} case{'s' if len(cases) != 1 else ''} with an operand "
+            "whose real or imaginary part is inf or NaN, or at least the square root of the type's largest value where "
+            "the kernel's value is not finite (the OpInfo's samples draw finite parts with make_tensor and add none "
+            f"such): {shown}{more}")
+
+
+def _beyond_complex(inputs: Inputs, i: int, got) -> bool:
+    """Case i of complex operands is one upstream's test never feeds, and the kernel's value there is
+    not judged: an operand has an inf or NaN part (C's complex special-value rules, which CPU follows,
+    against a body's exp(w * log(z))), or has a part at least the square root of the component type's
+    largest value (a product of two parts, |z|^2, overflows there) and the kernel's value is not finite.
+    A finite wrong value there, and every value on operands of smaller parts, is still judged."""
+    parts = [p for v in inputs.case(i) for p in (complex(v).real, complex(v).imag)]
+    if not all(math.isfinite(p) for p in parts):
+        return True
+    largest = LARGEST.get(COMPONENT.get(inputs.metal_type, ""))
+    return largest is not None and not _finite(got) and any(abs(p) >= math.sqrt(largest) for p in parts)
+
+
 def _at_edge(inputs: Inputs, i: int) -> bool:
     largest = LARGEST.get(inputs.metal_type)
     return largest is not None and any(
@@ -134,7 +160,8 @@ def _at_edge(inputs: Inputs, i: int) -> bool:
 
 
 def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = "", alone=None,
-            override: tuple[float, float] | None = None, wide=None, examples: int = MAX_EXAMPLES) -> DtypeResult:
+            override: tuple[float, float] | None = None, wide=None, examples: int = MAX_EXAMPLES,
+            finite_samples: bool = False) -> DtypeResult:
     """Kernel outputs `got` against reference values `want` (None: no reference for that case).
     `alone(i)`, when given, is the reference for case i from the CPU's scalar loop (a value, or a
     tuple of them: computed by itself, and within the whole tensor laid out with a stride): a kernel
@@ -151,7 +178,9 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     kernels do and `test_output_match` accepts: a match, each case named in the note. So is a kernel's
     inf or NaN that is the float64 value itself where CPU's value is another inf or NaN (CPU held a
     scalar in the input type: smooth_l1_loss's beta 1e6 is inf in half); never where CPU's is finite. A wrong constant or a flipped branch is far
-    from the float64 value too: still a mismatch."""
+    from the float64 value too: still a mismatch.
+    `finite_samples`: every value upstream's test feeds the op has finite parts (`samples_finite_parts`).
+    A complex case it never feeds (`_beyond_complex`) then matches, each named in the note."""
     # Outputs of a type mpsgen does not know (a struct, a vector) are compared exactly.
     exact = kind(out_type) not in ("float", "complex") if out_type in _KNOWN else True
     tolerance = None if exact else (override or TOLERANCES[out_type])
@@ -160,6 +189,7 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     count = scalar_loop = overflowed = 0
     nearer: list[tuple] = []
     edge: list[tuple] = []
+    beyond: list[tuple] = []
     for i, (g, w) in enumerate(zip(got, want)):
         if w is None:
             continue  # the reference has no value here (its note says why)
@@ -204,6 +234,10 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
             if value is not None and _close(w, value, 0.0, 0.0):
                 ok = True
                 edge.append((inputs.case(i), g, w))
+        if (not ok and finite_samples and not exact and kind(inputs.metal_type) == "complex"
+                and _beyond_complex(inputs, i, g)):
+            ok = True
+            beyond.append((inputs.case(i), g, w))
         if not ok:
             bad.append(Mismatch(inputs.case(i), g, w))
     if len(got) != len(want):
@@ -218,8 +252,11 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
         note = (note + "; " if note else "") + nearer_note(tuple(nearer))
     if edge:
         note = (note + "; " if note else "") + edge_note(tuple(edge))
+    if beyond:
+        note = (note + "; " if note else "") + beyond_note(tuple(beyond))
     status = "failed" if bad or len(got) != len(want) else "passed"
     notes = "; ".join(n for n in (inputs.note, note) if n)
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
                        len(bad), tuple(bad[:examples]), tolerance, status, notes, cpu_overflows=overflowed,
-                       nearer_float64=tuple(nearer), edge_overflows=tuple(edge))
+                       nearer_float64=tuple(nearer), edge_overflows=tuple(edge),
+                       beyond_samples=tuple(beyond))

@@ -37,6 +37,9 @@ class FunctorFacts:
     host_params: tuple[str, ...] = ()
     host_location: Location | None = None
     call: StubCall | None = None  # what the shared function passes the stub (read from its .cpp)
+    # input types registered through an OPMATH macro (`REGISTER_OPMATH_BINARY_OP(pow, half2, half2)`):
+    # the kernel converts each operand to opmath_t of the type before calling the functor
+    opmath_types: tuple[str, ...] = ()
 
 
 def native_reduction(checkout: Checkout, op: str, views: Views | None = None):
@@ -102,7 +105,8 @@ def functor_facts(checkout: Checkout, op: str, stub: str | None = None, *, views
     return FunctorFacts(op, name, rel, location, arity, alpha, types, kernel_arity,
                         tuple((t, alpha_types[t]) for t in types if t in alpha_types), facts.host.body,
                         _declared_params(checkout, facts.host), facts.host.location,
-                        stub_call(checkout, facts, sites))
+                        stub_call(checkout, facts, sites),
+                        tuple(t for t in types if t in opmath_registered(checkout.read(rel), name)))
 
 
 def stub_call(checkout: Checkout, facts, sites) -> StubCall | None:
@@ -131,6 +135,24 @@ def _declared_params(checkout: Checkout, host) -> tuple[str, ...]:
             params = split_top_level(text[m.end() : close], "(<[", ")>]")
             return tuple(" ".join(p.split("=", 1)[0].split()) for p in params)
     return host.params
+
+
+_OPMATH_CALL = re.compile(r"\b(REGISTER_OPMATH_(?:BINARY|TERNARY)_OP)\s*\(\s*(\w+)\s*,\s*(\w+)")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(\s*(\w+)\s*\)((?:[^\n]*\\\n)*[^\n]*)", re.MULTILINE)
+
+
+def opmath_registered(text: str, functor: str) -> frozenset[str]:
+    """The input types `functor` is registered for through c10's OPMATH macros in a kernel file: named
+    directly (`REGISTER_OPMATH_BINARY_OP(pow, half2, half2)`), or through a one-parameter macro of the
+    file that names them (`REGISTER_OPMATH_FLOAT_BINARY_OP(mul)` -> float, half, bfloat)."""
+    masked = mask_code(text)
+    types = {m.group(3) for m in _OPMATH_CALL.finditer(masked) if m.group(2) == functor}
+    for define in _DEFINE.finditer(masked):
+        macro, param, body = define.groups()
+        named = [m.group(3) for m in _OPMATH_CALL.finditer(body) if m.group(2) == param]
+        if named and re.search(rf"\b{re.escape(macro)}\s*\(\s*{re.escape(functor)}\s*\)", masked):
+            types.update(named)
+    return frozenset(types)
 
 
 _EXEC_KIND = re.compile(r"\bexec_(unary|binary|ternary)_kernel")

@@ -89,6 +89,7 @@ def shader_source(checkout: Checkout, facts: FunctorFacts, types: tuple[str, ...
     kernels = Templates(checkout.root).render(
         "try_kernels.metal.j2", functor=facts.functor, arity=kernel_arity(facts), types=list(types),
         alphas={t: alphas[t] for t in types} if facts.alpha else {},
+        opmath=[t for t in types if t in facts.opmath_types and not facts.alpha],
         struct=any(a not in KINDS for a in alphas.values()))
     return bundle(checkout, facts.kernel_file) + f'#line 1 "{TRY_KERNELS_NAME}"\n' + kernels
 
