@@ -303,7 +303,8 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions(),
         detail = f"{detail} with mpsgen's Metal prelude"
         runs = _host_runs(inputs, outputs, reference, fallback)
     results = _results(runs, opinfo_tolerances(checkout, op), options.examples,
-                       options.note_beyond_samples and samples_finite_parts(checkout, op))
+                       options.note_beyond_samples and samples_finite_parts(checkout, op),
+                       options.note_beyond_samples)
     return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
                      tuple(results), options.seed, source, **_coverage_fields(backend, measured, options))
 
@@ -419,7 +420,8 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
             kept = keep(case, ran, _TRAP_NOTE)
             out = Outputs(case.metal_type, out.out_type, tuple(out.values[i] for i in ran))
             runs.append((kept, out, _expected(kept, out.out_type, references[index], None)))
-        compared = {r.metal_type: replace(r, scalars=chosen.label) for r in _results(runs, overrides, options.examples)}
+        compared = {r.metal_type: replace(r, scalars=chosen.label) for r in _results(runs, overrides, options.examples,
+                                                                                     edge=options.note_beyond_samples)}
         results += [skipped.get(case.metal_type) or compared[case.metal_type] for case in inputs]
     return TryReport(facts.op, facts.functor, facts.location, backend, detail, not_run, prepared.reference_label, "",
                      tuple(results), options.seed, source, tuple(s.label for s in prepared.sets),
@@ -458,9 +460,11 @@ def _coverage_fields(backend: str, measured, options: TryOptions) -> dict:
     return {"coverage": measured.coverage, "coverage_why": measured.why, "strict": options.strict}
 
 
-def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES, finite_samples: bool = False) -> list[DtypeResult]:
+def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES, finite_samples: bool = False,
+             edge: bool = True) -> list[DtypeResult]:
     """Each type's comparison: skipped without a reference; failed when the kernel's output type is
-    not the reference's; the OpInfo's MPS tolerance for the dtype where it has one."""
+    not the reference's; the OpInfo's MPS tolerance for the dtype where it has one. `edge`: an
+    overflow at the top of the type's range is noted (try), not judged (audit judges it)."""
     results = []
     for case, out, want in runs:
         dtype = METAL_TO_TORCH[case.metal_type]
@@ -473,7 +477,7 @@ def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES, finite_samples
             note = "; ".join(n for n in (note, f"tolerance from {override.location} (the OpInfo's MPS override)") if n)
         result = compare(case, out.values, want.values, out.out_type, note, want.alone,
                          (override.rtol, override.atol) if override else None, want.wide, examples,
-                         finite_samples)
+                         finite_samples, edge)
         if want.out_type != out.out_type:
             why = f"the kernel returns {out.out_type}, the reference {want.out_type}"
             result = replace(result, status="failed", note="; ".join(n for n in (result.note, why) if n))
