@@ -40,7 +40,7 @@ from mpsgen.read.checkout import NATIVE_FUNCTIONS, Checkout, PlannedCheckout
 from mpsgen.read.nfyaml import NativeFunctions
 
 # what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
-CHECK_VERSION = "bodycheck-13"  # 13: another functor's compile error leaves the body not checked, not failed; 12: a loop-counted op sampled in the test's range, complex isclose and nearer float64, edge overflows noted, alpha-boundary sets; 10: ... only where CPU is not finite either; 9: an inf or NaN that is the float64 value; 8: branch coverage; 7: a compile error named as such; 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
+CHECK_VERSION = "bodycheck-14"  # 14: a fractional value for a complex alpha is no longer truncated to an integer; 13: another functor's compile error leaves the body not checked, not failed; 12: a loop-counted op sampled in the test's range, complex isclose and nearer float64, edge overflows noted, alpha-boundary sets; 10: ... only where CPU is not finite either; 9: an inf or NaN that is the float64 value; 8: branch coverage; 7: a compile error named as such; 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
 COMPILE_VERSION = "bodycompile-3"
 # the headers a planned kernel includes, besides the files the plan edits
 HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
