@@ -119,10 +119,18 @@ def test_nothing_is_added_where_the_declared_launcher_takes_a_scalar(tmp_path):
 
 
 # What 2.15 compiles for addcmul (float, half, bfloat, the integers, float2, half2) and addcdiv (no
-# integers), each with its input type as the alpha's: the launcher mpsgen adds passes the Scalar in
-# the iterator's common dtype. bool rides along with addcmul's integer group (docs/bodies.md).
+# integers), each with the op-math type of its input type as the alpha's (addcmul_dense_half_half_float,
+# addcmul_dense_half2_half2_float2): the host passes the Scalar in at::toOpMathType(common dtype).
+# bool rides along with addcmul's integer group (docs/bodies.md).
 ADDCMUL_TYPES = ("float", "half", "bfloat", "long", "int", "short", "uchar", "char", "bool", "float2", "half2")
 ADDCDIV_TYPES = ("float", "half", "bfloat", "float2", "half2")
+
+
+OPMATH = {"half": "float", "bfloat": "float", "half2": "float2"}
+
+
+def _expected(op: str, types: tuple[str, ...]) -> list[str]:
+    return [f"REGISTER_TERNARY_ALPHA_OP({op}, {t}, {OPMATH.get(t, t)}, {t});" for t in types]
 
 
 def _registrations(diff: str, op: str) -> list[str]:
@@ -139,10 +147,11 @@ def test_addcmul_takes_the_catalog_body_with_no_flag(tmp_path):
     assert_golden(result.stdout, "launcher/addcmul_catalog_213.diff")
     assert snapshot(root) == before
     assert "#error" not in result.stdout and "todo:" not in result.stderr
-    assert _registrations(result.stdout, "addcmul") == [f"REGISTER_TERNARY_ALPHA_OP(addcmul, {t}, {t}, {t});"
-                                                        for t in ADDCMUL_TYPES]
-    assert "+    const float2 scaled = c10::metal::mul(float2(value), float2(b));\n" in result.stdout
-    assert "+  lib.exec_ternary_kernel(iter, \"addcmul\", alpha);\n" in result.stdout
+    assert _registrations(result.stdout, "addcmul") == _expected("addcmul", ADDCMUL_TYPES)
+    assert "+    const float2 scaled = c10::metal::mul(value, float2(b));\n" in result.stdout
+    assert ("+  lib.exec_ternary_kernel(iter, \"addcmul\", alpha, at::toOpMathType(iter.common_dtype()));\n"
+            in result.stdout)
+    assert "+#include <ATen/OpMathType.h>\n" in result.stdout
 
 
 @needs_compiler
@@ -153,7 +162,7 @@ def test_catalog_bodies_applied_second_run_changes_nothing_and_verify_passes(tmp
         diff = run_cli(["-C", str(root), "migrate", op, "--dry-run"])
         assert diff.exit_code == 0, diff.stderr
         assert_golden(diff.stdout, golden)  # addcdiv's: no launcher piece, addcmul's run added them
-        assert _registrations(diff.stdout, op) == [f"REGISTER_TERNARY_ALPHA_OP({op}, {t}, {t}, {t});" for t in types]
+        assert _registrations(diff.stdout, op) == _expected(op, types)
         before = snapshot(root)
         applied = run_cli(["-C", str(root), "migrate", op])
         assert applied.exit_code == 0, applied.stderr

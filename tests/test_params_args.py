@@ -100,8 +100,12 @@ def test_mse_backward_norm_is_an_alpha_named_as_the_shared_function_names_it(tmp
                       "--expr", "norm * (a - b) * c", "--dry-run"])
     assert result.exit_code == 0, result.stderr
     assert "+static void mse_backward_mps_kernel(TensorIterator& iter, const Scalar& norm) {\n" in result.stdout
-    assert '+  lib.exec_ternary_kernel(iter, "mse_backward", norm);\n' in result.stdout
+    # norm in the op-math type, as 2.15 passes a ternary op's Scalar: float for half
+    assert ('+  lib.exec_ternary_kernel(iter, "mse_backward", norm, at::toOpMathType(iter.common_dtype()));\n'
+            in result.stdout)
     assert "+REGISTER_TERNARY_ALPHA_OP(mse_backward, float, float, float);\n" in result.stdout
+    assert "+REGISTER_TERNARY_ALPHA_OP(mse_backward, half, float, half);\n" in result.stdout
+    assert "+  inline T operator()(const T a_, const T b_, const T c_, const float norm_) {\n" in result.stdout
 
 
 def test_the_stub_call_is_read_with_its_locals_and_helpers(fixture_checkout):

@@ -107,6 +107,10 @@ def test_scalars_convert_as_scalar_to_does():
     assert convert(-2.0, "uchar") is None and convert(300.0, "char") is None
     assert convert(1e-6, "half") == 1.0132789611816406e-06
     assert convert(2.0, "bool") == 1
+    # a complex alpha (addcmul's value for float2/half2) takes the real value, rounded as its
+    # component type; not truncated as an integer would be (0.1 gave 0)
+    assert convert(0.1, "float2") == 0.10000000149011612 and convert(0.1, "half2") == 0.0999755859375
+    assert convert(-1.0, "float2") == -1.0
     fields = (Field("threshold", "uchar", "threshold", "value"), Field("value", "uchar", "value", "value"))
     assert field_values(fields, {"threshold": 0.5, "value": -2.0}) == "value=-2 does not fit uchar (Scalar::to refuses it)"
 

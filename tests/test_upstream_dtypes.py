@@ -26,6 +26,7 @@ import pytest
 
 from mpsgen.dtypes import METAL_INPUT_TYPES
 from mpsgen.facts.catalog import SPECIAL_PREFIX, load_catalog
+from mpsgen.facts.choice import registrations_for
 from mpsgen.facts.params import camel_case
 
 from releases import (DYLIB, METAL_TYPE, NEWEST, OLDER, PLATFORM, RELEASES, dense_pairs, dense_structs, fetch_wheel,
@@ -159,25 +160,29 @@ def test_catalog_default_dtypes_are_what_the_release_registers(version):
 
 # An alpha kernel's host name carries its alpha type after the pair (`addcmul_dense_half_half_float`:
 # 2.15 passes the Scalar at opmath); `_dense_cast_` kernels (inputs of another dtype) are not pairs.
+# Compared as (input, alpha, output) triples with the registrations mpsgen writes.
 ALPHA_DENSE = re.compile(rf"(?P<functor>[a-z0-9_]+?)_dense_(?P<out>{_TYPE})_(?P<inp>{_TYPE})_(?P<alpha>{_TYPE})")
 # (release, op) -> (reason, pairs only the catalog registers, pairs only the release registers)
 KNOWN_ALPHA_DIFFERENCES = {
     # mpsgen's integer group registers bool with the other integer types; 2.15's host function
     # refuses bool before the kernel (TORCH_CHECK_NOT_IMPLEMENTED), which no kernel registration says
-    (NEWEST, "addcmul"): ("bool rides along with the integer group", (("bool", "bool"),), ()),
+    (NEWEST, "addcmul"): ("bool rides along with the integer group", (("bool", "bool", "bool"),), ()),
 }
 
 
 @pytest.mark.realfiles
 def test_alpha_catalog_bodies_register_what_the_newest_release_compiles():
-    registered: dict[str, set[tuple[str, str]]] = {}
+    registered: dict[str, set[tuple[str, str, str]]] = {}
     for name in kernel_names(NEWEST):
         if match := ALPHA_DENSE.fullmatch(name):
-            registered.setdefault(match["functor"], set()).add((match["inp"], match["out"]))
+            registered.setdefault(match["functor"], set()).add((match["inp"], match["alpha"], match["out"]))
     alpha_ops = [op for op, entry in load_catalog().items() if entry.alpha]
     assert alpha_ops == ["addcmul", "addcdiv"]
     for op in alpha_ops:
-        ours = catalog_pairs(load_catalog()[op].dtypes)
+        lines = registrations_for(op, 3, True, tuple(load_catalog()[op].dtypes),
+                                  frozenset({"REGISTER_TERNARY_ALPHA_OP"}), "PointwiseOps.metal")
+        assert {line.macro for line in lines} == {"REGISTER_TERNARY_ALPHA_OP"}
+        ours = {line.args[1:] for line in lines}  # (name, input, alpha, output)
         theirs = registered[op]
         difference = (tuple(sorted(ours - theirs)), tuple(sorted(theirs - ours)))
         assert difference == KNOWN_ALPHA_DIFFERENCES.get((NEWEST, op), ("", (), ()))[1:], (op, difference)

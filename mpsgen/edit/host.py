@@ -29,12 +29,13 @@ def find_helper_macro_uses(text: str, macro: str) -> list[tuple[str, int]]:
 
 def plan_host(text: str, templates: Templates, path: str, *, stub: str, functor: str, arity: int,
               alpha: bool, iterator_type: str, kernel_stem: str, registered: list, params=None,
-              alpha_name: str = "alpha", function: str = "") -> FileChange:
+              alpha_name: str = "alpha", function: str = "", scalar_type: str = "") -> FileChange:
     """The host file's `text` with the kernel function and its REGISTER_DISPATCH added, unless the
     stub is already registered (`registered`: its MPS registrations, `mpsgen.facts.views.Views.registrations`).
     `params` (a `params.ParamsSpec`): the stub takes several scalars, passed as a params struct.
     `function`: the kernel function's name stem when it is not the functor's (a functor compiled
-    under another name: `conj_physical_kernel` launching `copy_conj`)."""
+    under another name: `conj_physical_kernel` launching `copy_conj`). `scalar_type`: the
+    launcher's scalar_arg_type the call passes after alpha (a ternary op's op-math type), "" none."""
     if registered:
         where = registered[0]
         note = Note("kept", f"{stub} is already registered for MPS ({where.function}); kept as is", where.location)
@@ -75,6 +76,7 @@ def plan_host(text: str, templates: Templates, path: str, *, stub: str, functor:
             kernel_name=functor,
             alpha=alpha,
             alpha_name=alpha_name,
+            scalar_type=scalar_type,
         )
     semicolon, ampersand = dispatch_style(text, registrations)
     register_text = templates.render("register_dispatch.mm.j2", stub=stub, function=function_name,

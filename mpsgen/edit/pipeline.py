@@ -30,7 +30,7 @@ from mpsgen.edit.params import plan_header, plan_include
 from mpsgen.edit.reduction import plan_helper_case_removal, plan_reduction_host, plan_reduction_kernel
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
-from mpsgen.facts.choice import KernelChoice
+from mpsgen.facts.choice import OPMATH_HEADER, KernelChoice
 from mpsgen.facts.launcher import ternary_params_launcher
 from mpsgen.facts.params import exec_with_params_available
 from mpsgen.facts.plan import OpPlan
@@ -142,12 +142,15 @@ def host_step(c: StepContext) -> Iterable[FileChange]:
     if spec.compiled is not None and spec.compiled.host_file == spec.host_file:
         # the file launching the functor already is not the stub family's: it needs the stub's header
         yield plan_include(c.read(spec.host_file), spec.host_file, f"ATen/native/{spec.stub.header}")
+    if kernel.scalar_type and not c.views.registrations(spec.stub.name):
+        # the ternary op's Scalar goes in its op-math type (at::toOpMathType)
+        yield plan_include(c.read(spec.host_file), spec.host_file, OPMATH_HEADER)
     yield plan_host(
         c.read(spec.host_file), c.templates, spec.host_file, stub=spec.stub.name, functor=spec.functor,
         arity=kernel.params.arity if kernel.params is not None else spec.arity, alpha=spec.alpha,
         iterator_type=spec.iterator_type, kernel_stem=spec.kernel_file.rsplit("/", 1)[-1].removesuffix(".metal"),
         registered=c.views.registrations(spec.stub.name), params=kernel.params, alpha_name=spec.alpha_name,
-        function=spec.op if spec.compiled is not None else "",
+        function=spec.op if spec.compiled is not None else "", scalar_type=kernel.scalar_type,
     )
 
 

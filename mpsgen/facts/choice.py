@@ -16,6 +16,13 @@ from mpsgen.read.checkout import C10_METAL_DIR
 from mpsgen.read.kernelfile import Registration
 from mpsgen.read.reduction import Pair
 
+# The op-math type of each Metal input type (at::toOpMathType): a ternary op's Scalar is passed in it
+# (`OPMATH_SCALAR_TYPE`, as 2.15 passes addcmul's value: addcmul_dense_half_half_float), so the value
+# is not rounded to half before the functor multiplies with it as CPU does in float.
+OPMATH_TYPES = {"half": "float", "bfloat": "float", "half2": "float2"}
+OPMATH_SCALAR_TYPE = "at::toOpMathType(iter.common_dtype())"
+OPMATH_HEADER = "ATen/OpMathType.h"
+
 # Group macros defined by kernel files (e.g. BinaryKernel.metal): used when present, as upstream does.
 BINARY_GROUP_MACROS = {
     "float": "REGISTER_FLOAT_BINARY_OP",
@@ -50,8 +57,10 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
         for t in types:
             out_type = output or ("float" if group == "int2float" else t)
             # alpha kernels: (input, alpha, output); the host passes alpha in the iterator's common
-            # dtype, which is float for integer inputs of an op that promotes them to float
-            args = (name, t, out_type, out_type) if alpha else (name, t, out_type)
+            # dtype, which is float for integer inputs of an op that promotes them to float; a
+            # ternary op's in that dtype's op-math type (OPMATH_SCALAR_TYPE)
+            alpha_type = OPMATH_TYPES.get(out_type, out_type) if arity == 3 else out_type
+            args = (name, t, alpha_type, out_type) if alpha else (name, t, out_type)
             out.append(Registration(macro, args, group))
     return out
 
@@ -104,3 +113,4 @@ class KernelChoice:
     reduction: ReductionChoice | None = None  # a reduction's struct, registrations and launcher
     body: Body | None = None  # the functor body chosen, for the run-time check
     alpha_launcher: object | None = None  # the Scalar-taking exec_ternary_kernel pieces to add (a TernaryAlphaLauncher)
+    scalar_type: str = ""  # what the host passes as the launcher's scalar_arg_type (OPMATH_SCALAR_TYPE), "" nothing

@@ -222,14 +222,15 @@ def render_functor(templates: Templates, body: Body, *, name: str, arity: int, a
     if body.source == "expr" or body.derived:
         text = templates.render("functor_expr.metal.j2", name=name, expr=(body.expr or expr or "").strip(),
                                 integer_expr=body.integer_expr, operands=operands, groups=groups, output=body.output, truth=body.truth,
-                                alpha_name=alpha_name if alpha else "", **spelling)
+                                alpha_name=alpha_name if alpha else "", opmath_alpha=arity == 3 and alpha,
+                                **spelling)
     elif body.source == "catalog":
         text = templates.render(body.template, name=name, groups=groups, **spelling)
     else:
         text = templates.render(
             "functor_placeholder.metal.j2", name=name, operands=operands, alpha=alpha,
             groups=groups, arity_word=ARITY_WORDS[arity], sources=comment_lines(placeholder_comment(body.answers)),
-            output=body.output, **spelling,
+            output=body.output, opmath_alpha=arity == 3 and alpha, **spelling,
         )
     return FunctorChoice(body.source, text, groups)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from mpsgen.dtypes import torch_dtypes_for
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.bodies import BodyRequest, BodyResolution, resolve_body
-from mpsgen.facts.choice import KernelChoice, ReductionChoice, registrations_for
+from mpsgen.facts.choice import OPMATH_SCALAR_TYPE, KernelChoice, ReductionChoice, registrations_for
 from mpsgen.facts.functor import (Body, derived_helpers, fallback_notes, find_body, render_functor, shared_helpers,
                                   validate_flag)
 from mpsgen.facts.launcher import TernaryAlphaLauncher, alpha_added_register_macros, ternary_alpha_launcher
@@ -104,7 +104,8 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
         notes += (Note("info", f"int2float registered for the --expr body: integer inputs give float "
                                f"({int_to_float_reason(spec.facts)})", spec.facts.entries[0].location),)
     return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
-                        notes=notes, body=body, alpha_launcher=alpha_launcher)
+                        notes=notes, body=body, alpha_launcher=alpha_launcher,
+                        scalar_type=OPMATH_SCALAR_TYPE if spec.arity == 3 and spec.alpha else "")
 
 
 def choose_body(views: Views, spec: OpSpec, options: Options) -> tuple[Body, tuple[str, ...]]:

@@ -83,7 +83,15 @@ void run2(const char* op, const char* group, const double* re0, const double* im
   }
 }
 
-// A ternary functor taking the stub's Scalar (addcmul): three operands and the Scalar, all of type T.
+// The type a ternary op's Scalar comes in: the input type's op-math type, as the host passes it
+// (at::toOpMathType): float for half and bfloat, float2 for half2, any other type itself.
+template <typename T> struct scalar_arg { using type = T; };
+template <> struct scalar_arg<half> { using type = float; };
+template <> struct scalar_arg<bfloat> { using type = float; };
+template <> struct scalar_arg<half2> { using type = float2; };
+
+// A ternary functor taking the stub's Scalar (addcmul): three operands of type T and the Scalar,
+// of T's op-math type (scalar_arg).
 template <typename T, typename F>
 void run4(const char* op, const char* group, const double* re0, const double* im0, const double* re1,
           const double* im1, const double* re2, const double* im2, const double* re3, const double* im3, int n) {
@@ -91,7 +99,7 @@ void run4(const char* op, const char* group, const double* re0, const double* im
     const T a = make<T>(re0[i], im0[i]);
     const T b = make<T>(re1[i], im1[i]);
     const T c = make<T>(re2[i], im2[i]);
-    const T value = make<T>(re3[i], im3[i]);
+    const auto value = make<typename scalar_arg<T>::type>(re3[i], im3[i]);
     const auto r = F{}(a, b, c, value);
     std::printf("value %s %s %s %s %d", op, group, type_name<T>(), type_name<std::decay_t<decltype(r)>>(), i);
     emit(a);
@@ -110,9 +118,10 @@ void probe(const char* op) {
     std::printf("probe %s %s %s\n", op, type_name<T>(), type_name<std::decay_t<std::invoke_result_t<F, T>>>());
   } else if constexpr (arity == 2 && std::is_invocable_v<F, T, T>) {
     std::printf("probe %s %s %s\n", op, type_name<T>(), type_name<std::decay_t<std::invoke_result_t<F, T, T>>>());
-  } else if constexpr (arity == 4 && std::is_invocable_v<F, T, T, T, T>) {
+  } else if constexpr (arity == 4 && std::is_invocable_v<F, T, T, T, typename scalar_arg<T>::type>) {
+    // three operands and the Scalar, in T's op-math type (as run4 passes it)
     std::printf("probe %s %s %s\n", op, type_name<T>(),
-                type_name<std::decay_t<std::invoke_result_t<F, T, T, T, T>>>());
+                type_name<std::decay_t<std::invoke_result_t<F, T, T, T, typename scalar_arg<T>::type>>>());
   } else {
     std::printf("probe %s %s none\n", op, type_name<T>());
   }

@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass
 
 from mpsgen.commands.tryop.reference import schema_type
-from mpsgen.commands.tryop.values import KINDS, ROUND, float32_bits, int_range, kind
+from mpsgen.commands.tryop.values import COMPONENT, KINDS, ROUND, float32_bits, int_range, kind
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.params import schema_names
 from mpsgen.model import Location
@@ -375,6 +375,8 @@ def convert(value, metal_type: str):
     k = kind(metal_type)
     if k == "float":
         return ROUND[metal_type](float(value))
+    if k == "complex":  # a real value: its real part, rounded to the component type (0.1 is not 0)
+        return ROUND[COMPONENT[metal_type]](float(value))
     if k == "bool":
         return 1 if value else 0
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
