@@ -153,7 +153,7 @@ def _build(compiler: Compiler, source: Path, binary: Path, coverage: bool, funct
     raise what the whole program's compile says. The whole program is checked (`-fsyntax-only`:
     every registration of the kernel file instantiated, the diagnostics of a full build); a file
     refused only for a `c ? bfloat : float` is checked again with the conversion explicit, and built
-    so (without coverage, as before). With g++ the program is then built with only the tried
+    so (with coverage as well: an untaken branch is never passed over). With g++ the program is then built with only the tried
     functor's registrations instantiated (`metalhost.slim`: ~5x less to compile for a large kernel
     file); where that build fails, the program is built whole. With clang (or no functor named) the
     whole program is built once, as it always was."""
@@ -168,7 +168,7 @@ def _build(compiler: Compiler, source: Path, binary: Path, coverage: bool, funct
         built = _compile(command(False, coverage))
         if built.returncode != 0 and mixed_bfloat_choice(built.stderr):
             try:
-                again = _compile(command(True, False))
+                again = _compile(command(True, coverage))
             except MpsgenError:
                 again = None
             if again is not None and again.returncode == 0:
@@ -187,14 +187,14 @@ def _build(compiler: Compiler, source: Path, binary: Path, coverage: bool, funct
             checked, explicit = again, True
     if checked.returncode != 0:
         raise _compile_failure(checked.stderr, kernel_file, functor, owners, root, compiler)
-    slim = _slim_build(command(explicit, coverage and not explicit), functor)
+    slim = _slim_build(command(explicit, coverage), functor)
     if slim is not None:
         try:
             if slim.result().returncode == 0:
                 return
         finally:
             slim.stop()
-    built = _compile(command(explicit, coverage and not explicit))
+    built = _compile(command(explicit, coverage))
     if built.returncode != 0:
         raise _compile_failure(built.stderr, kernel_file, functor, owners, root, compiler)
 
