@@ -377,7 +377,7 @@ def test_json_shape_of_a_scalar_run(tmp_path):
                                      "reference_note", "seed", "exit_code", "scalar_sets", "dtypes", "coverage", "source"])
     first = report["dtypes"][0]
     assert sorted(first) == sorted(["scalars", "metal_type", "dtype", "out_type", "cases", "max_abs", "max_rel",
-                                    "mismatches", "tolerance", "status", "note", "cpu_overflows", "nearer_float64", "edge_overflows",
+                                    "mismatches", "tolerance", "status", "note", "cpu_overflows", "nearer_float64", "edge_overflows", "beyond_samples",
                                     "nearer_float64_cases", "examples"])
     assert first["scalars"] == "threshold=0.5, value=-2" and first["dtype"] == "float32"
     assert len(report["dtypes"]) == len(THRESHOLD_SETS) * 8

@@ -81,15 +81,10 @@ def ternary_params_launcher(ws: Texts) -> TernaryLauncher | str:
         return f"{UTILS} defines no MetalShaderLibrary::{ANCHOR} (the launcher whose shape a ternary one follows)"
     close = match_brace(utils, body)
     end = utils.find("\n", close)
-    kernels = _kernel_templates(ws)
-    add = None
-    if kernels is None:  # no header defines them: added where the plain ternary ones are, if they fit
-        add = addable_kernels(ws)
-        if isinstance(add, str):
-            return add
-        kernels = add.location
-    if isinstance(kernels, str):
-        return kernels
+    found = _kernels_to_bind(ws)
+    if isinstance(found, str):
+        return found
+    kernels, add = found
     return TernaryLauncher(declared.end(), declared.group(1), len(utils) if end < 0 else end + 1, kernels, add)
 
 
@@ -113,6 +108,22 @@ def addable_kernels(ws: Texts) -> TernaryAlphaKernels | str:
     line = LineIndex(text).line_of(found.end()) + 1
     return TernaryAlphaKernels(KERNELS_HEADER, found.end(), Location(KERNELS_HEADER, line))
 
+
+
+def _kernels_to_bind(ws):
+    """Where the ternary kernels a launcher binds are defined, and the pieces to add when no header
+    defines them (added where the plain ternary ones are, if they fit): (location, addition or
+    None), or the reason they cannot be had."""
+    kernels = _kernel_templates(ws)
+    add = None
+    if kernels is None:
+        add = addable_kernels(ws)
+        if isinstance(add, str):
+            return add
+        kernels = add.location
+    if isinstance(kernels, str):
+        return kernels
+    return kernels, add
 
 def _kernel_templates(ws: Texts) -> Location | str | None:
     """The c10/metal header whose ternary alpha kernels take each argument at the buffer the
@@ -210,15 +221,10 @@ def ternary_alpha_launcher(ws: Texts) -> TernaryAlphaLauncher | str:
         stream = bool(re.search(r"endProfileKernel\s*\([^;]*,\s*mpsStream\s*\)", body))
         end = masked.find("\n", close)
         definition_end = len(text) if end < 0 else end + 1
-    kernels = _kernel_templates(ws)
-    add = None
-    if kernels is None:
-        add = addable_kernels(ws)
-        if isinstance(add, str):
-            return add
-        kernels = add.location
-    if isinstance(kernels, str):
-        return kernels
+    found = _kernels_to_bind(ws)
+    if isinstance(found, str):
+        return found
+    kernels, add = found
     dispatch3d = ws.exists(UTILS) and "mtl_dispatch3DJob" in ws.read(UTILS)
     return TernaryAlphaLauncher(declared[0].end(), declared[0].group(1), definition_end, stream, kernels, add, dispatch3d)
 
