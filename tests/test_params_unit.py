@@ -206,7 +206,7 @@ LIBRARY = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
 
 def test_scan_tiers_of_params_stubs(tmp_path):
     from mpsgen.facts.views import DispatchSite, Views
-    from mpsgen.edit.params import params_candidate
+    from mpsgen.facts.paramskernel import params_candidate
     from mpsgen.facts.resolve import generation_problem
 
     softplus = entry("softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)")

@@ -71,7 +71,7 @@ from mpsgen.commands.scanreport import (
 from mpsgen.commands.confirm import migrate_refusal
 from mpsgen.commands.kept import environment, keep_scan, kept_scan
 from mpsgen.commands.migrate import body_turned_down
-from mpsgen.edit.params import params_candidate
+from mpsgen.facts.paramskernel import params_candidate
 from mpsgen.edit.templates import Templates
 from mpsgen.edit.workspace import Workspace
 from mpsgen.errors import MpsgenError

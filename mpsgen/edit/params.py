@@ -25,14 +25,11 @@ from __future__ import annotations
 import re
 
 from mpsgen.edit.workspace import Workspace
-from mpsgen.facts.catalog import lookup
-from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec, exec_with_params_available
+from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec
 from mpsgen.facts.paramskernel import CATALOG_PARAMS_GROUPS, DISPATCH_MACROS
-from mpsgen.facts.resolve import params_spec, shared_call
 from mpsgen.model import Change, FileChange, Location, Note
 from mpsgen.read.checkout import KERNELS_DIR
 from mpsgen.read.cpp import mask_code, match_brace
-from mpsgen.read.stubs import Stub
 from mpsgen.textedit import LineIndex, newline_of, replace_spans
 
 _STRUCT = re.compile(r"\bstruct\s+(\w+)\s*(?::[^{;]*)?\{")
@@ -216,21 +213,3 @@ def render_host_kernel(templates, *, function: str, iterator_type: str, kernel_n
 # ---- scan ----------------------------------------------------------------------------------------
 
 
-def params_candidate(views, op: str, shared, stub: Stub, functor: str, catalog, backing: str) -> tuple[str, str]:
-    """(tier, reason) of a legacy op whose params stub `migrate` can generate (the resolver's refusals
-    were asked first): ready with a catalog body that reads these params, else --expr."""
-
-    entry = lookup(functor, catalog) or lookup(op, catalog)
-    carrier = shared[0].entry
-    params = params_spec(views, op, stub, carrier, functor, len(carrier.tensor_inputs),
-                         call=shared_call(views, shared, stub))
-    names = ", ".join(f.name for f in params.fields)
-    graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
-    if params.arity == 3 and not exec_with_params_available(views.ws, 3):
-        graph += f"; migrate adds the library's {EXEC_WITH_PARAMS[3]}"
-    if entry is not None and entry.params and set(entry.params) <= {f.name for f in params.fields}:
-        return "ready", f"params stub ({names} in {params.struct}), catalog body ({', '.join(entry.supports)}){graph}"
-    return "expr", f"params stub ({names} in {params.struct}), no catalog body: pass --expr over {', '.join(OPERANDS_WORDS[params.arity])} and {names}{graph}"
-
-
-OPERANDS_WORDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}

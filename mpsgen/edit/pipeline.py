@@ -31,8 +31,6 @@ from mpsgen.edit.reduction import plan_helper_case_removal, plan_reduction_host,
 from mpsgen.edit.templates import Templates
 from mpsgen.errors import MpsgenError
 from mpsgen.facts.choice import OPMATH_HEADER, KernelChoice
-from mpsgen.facts.launcher import ternary_params_launcher
-from mpsgen.facts.params import exec_with_params_available
 from mpsgen.facts.plan import OpPlan
 from mpsgen.facts.reduction import reduction_kernels_of
 from mpsgen.facts.resolve import OpSpec
@@ -93,11 +91,10 @@ def kernel_step(c: StepContext) -> Iterable[FileChange]:
         # decided it): planned first, so the kernel file registering through it compiles when checked
         yield from plan_alpha_launcher(c.read, c.templates, kernel.alpha_launcher)
     if kernel.params is not None:
-        if kernel.params.arity == 3 and not exec_with_params_available(c.views.ws, 3):
-            # the library's ternary params launcher (and the c10 kernels it binds, where those are
-            # missing too), which this checkout lacks (`params_arity` checked they can be added):
-            # planned first, so the kernel file registering through them compiles when checked
-            yield from plan_launcher(c.read, c.templates, ternary_params_launcher(c.views.ws))
+        if kernel.params_launcher is not None:
+            # the library's ternary params launcher the plan decided to add: planned first, so the
+            # kernel file registering through it compiles when checked
+            yield from plan_launcher(c.read, c.templates, kernel.params_launcher)
         yield plan_header(c.views.ws, c.templates, kernel.params)
         yield plan_include(c.read(spec.kernel_file), spec.kernel_file, kernel.params.include)
     change = plan_kernel(c.read(spec.kernel_file), spec.kernel_file, spec.functor, kernel.text,

@@ -112,5 +112,6 @@ class KernelChoice:
     notes: tuple[Note, ...] = ()
     reduction: ReductionChoice | None = None  # a reduction's struct, registrations and launcher
     body: Body | None = None  # the functor body chosen, for the run-time check
+    params_launcher: object | None = None  # the library's ternary params launcher to add (a TernaryLauncher)
     alpha_launcher: object | None = None  # the Scalar-taking exec_ternary_kernel pieces to add (a TernaryAlphaLauncher)
     scalar_type: str = ""  # what the host passes as the launcher's scalar_arg_type (OPMATH_SCALAR_TYPE), "" nothing

@@ -25,13 +25,15 @@ from mpsgen.facts.functor import (
     fallback_notes,
     validate_expr,
 )
-from mpsgen.facts.launcher import added_register_macros
-from mpsgen.facts.params import ParamsSpec
+from mpsgen.facts.launcher import added_register_macros, ternary_params_launcher
+from mpsgen.facts.params import EXEC_WITH_PARAMS, ParamsSpec, exec_with_params_available
+from mpsgen.facts.resolve import params_spec, shared_call
 from mpsgen.facts.rules import choose_groups
 from mpsgen.facts.views import METAL_TO_TORCH
 from mpsgen.model import Note
 from mpsgen.read.c10lib import checkout_functions
 from mpsgen.read.kernelfile import NamespacePrefixes, Registration, namespace_prefixes
+from mpsgen.read.stubs import Stub
 
 # The c10 kernels a params functor is instantiated with (the params struct takes alpha's place).
 BASE_MACROS = {1: "REGISTER_UNARY_ALPHA_OP", 2: "REGISTER_BINARY_ALPHA_OP", 3: "REGISTER_TERNARY_ALPHA_OP"}
@@ -234,8 +236,13 @@ def choose_params_kernel(views, templates, spec, options):
     macro = "" if params.macro in kernel.file.own_macros else registration_macro(templates, params, spec.functor)
     if body.derived:
         notes += (Note("info", f"body: from {body.location}, {body.describe}"),)
+    # the library's ternary params launcher (and the c10 kernels it binds, where those are missing
+    # too), which this checkout lacks (`params_arity` checked they can be added): the kernel step
+    # writes it first, so the kernel file registering through it compiles when checked
+    launcher = (ternary_params_launcher(views.ws) if params.arity == 3 and not exec_with_params_available(views.ws, 3)
+                else None)
     return KernelChoice(body.source, text, regs, covered_dtypes(groups), macro, params, notes,
-                        body=body if body.derived else None)
+                        body=body if body.derived else None, params_launcher=launcher)
 
 
 def field_enumerators(field) -> tuple[tuple[str, int], ...]:
@@ -283,3 +290,23 @@ def _groups_of_macro(kernel, params: ParamsSpec) -> tuple[str, ...]:
     """The groups an existing params functor is registered for through its own macro."""
     types = {reg.args[0] for reg, _ in kernel.registrations if reg.macro == params.macro and reg.args}
     return tuple(g for g in CATALOG_PARAMS_GROUPS if types & set(PARAMS_TYPES[g]))
+
+
+def params_candidate(views, op: str, shared, stub: Stub, functor: str, catalog, backing: str) -> tuple[str, str]:
+    """(tier, reason) of a legacy op whose params stub `migrate` can generate (the resolver's refusals
+    were asked first): ready with a catalog body that reads these params, else --expr."""
+
+    entry = lookup(functor, catalog) or lookup(op, catalog)
+    carrier = shared[0].entry
+    params = params_spec(views, op, stub, carrier, functor, len(carrier.tensor_inputs),
+                         call=shared_call(views, shared, stub))
+    names = ", ".join(f.name for f in params.fields)
+    graph = "" if backing == "mpsgraph" else f" ({backing} kernel)"
+    if params.arity == 3 and not exec_with_params_available(views.ws, 3):
+        graph += f"; migrate adds the library's {EXEC_WITH_PARAMS[3]}"
+    if entry is not None and entry.params and set(entry.params) <= {f.name for f in params.fields}:
+        return "ready", f"params stub ({names} in {params.struct}), catalog body ({', '.join(entry.supports)}){graph}"
+    return "expr", f"params stub ({names} in {params.struct}), no catalog body: pass --expr over {', '.join(OPERANDS_WORDS[params.arity])} and {names}{graph}"
+
+
+OPERANDS_WORDS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
