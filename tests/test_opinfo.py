@@ -221,3 +221,26 @@ def test_real_definitions_file(real_torch_files):
     assert "special.ndtri" in [r.key for r in refs]
     after, _ = plan_opinfo_edits(special, "special.py", refs, torch_dtypes_for(("float", "int2float")))
     compile(after, "special.py", "exec")
+
+
+def test_try_reads_an_ops_opinfo_once_for_its_domain_samples_and_tolerances(monkeypatch):
+    """try's three readings of the OpInfo (domain=, sample_inputs_func=, the MPS toleranceOverride)
+    take one reading of the file (read.opinfo.opinfo_calls): one find_opinfos, whatever the order."""
+    from mpsgen.commands.tryop.branchvalues import opinfo_domain, samples_finite_parts
+    from mpsgen.commands.tryop.tolerances import opinfo_tolerances
+    from mpsgen.read import opinfo as opinfo_module
+    from mpsgen.read.checkout import Checkout
+    from support import FIXTURE_CHECKOUT
+
+    calls = []
+    real = opinfo_module.find_opinfos
+    monkeypatch.setattr(opinfo_module, "find_opinfos", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    opinfo_module._calls_of.cache_clear()
+    checkout = Checkout(FIXTURE_CHECKOUT)
+    assert opinfo_domain(checkout, "atanh") == (-1.0, 1.0)
+    tolerances = opinfo_tolerances(checkout, "atanh")
+    assert {dtype: (t.rtol, t.atol) for dtype, t in tolerances.items()} == {"float16": (1e-3, 1e-3)}
+    assert samples_finite_parts(checkout, "atanh") is True  # a UnaryUfuncInfo's default samples
+    assert opinfo_domain(Checkout(FIXTURE_CHECKOUT), "atanh") == (-1.0, 1.0)  # another Checkout, the same text
+    assert calls == ["atanh"]
+    assert opinfo_module.opinfo_calls(checkout, "no_such_op") == ()

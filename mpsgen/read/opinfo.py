@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 
@@ -153,6 +154,12 @@ def scan_calls(text: str) -> dict:
     return {"starts": [list(s) for s in _call_starts(text)], "keywords": keywords}
 
 
+@functools.lru_cache(maxsize=4)
+def _scanned(text: str) -> dict:
+    """`scan_calls(text)`, once a process per text (only read: `find_opinfos` never changes it)."""
+    return scan_calls(text)
+
+
 def find_opinfos(
     text: str, path: str, op: str, aten_names: frozenset[str] = frozenset(), *, index: dict | None = None,
     lines: LineIndex | None = None, by_name: dict[str, list[int]] | None = None,
@@ -161,7 +168,7 @@ def find_opinfos(
     `scan_calls(text)` and `lines` the text's LineIndex, when the caller has them (e.g. from
     `mpsgen.read.cache`, `mpsgen.facts.views.Views`)."""
     targets = frozenset({op}) | aten_names
-    index = index if index is not None else scan_calls(text)
+    index = index if index is not None else _scanned(text)
     starts = [tuple(s) for s in index["starts"]]
     offsets = [s[0] for s in starts]
     chosen: dict[int, int] = {}  # start index -> call end
@@ -212,6 +219,36 @@ def find_opinfos(
             hint=f"close names: {', '.join(dict.fromkeys(close))}" if close else "pass --opinfo NAME, or add an OpInfo first",
         )
     return tuple(sorted(refs, key=lambda r: r.span[0]))
+
+
+def opinfo_calls(checkout, op: str) -> tuple[tuple[OpInfoRef, ast.Call | None], ...] | None:
+    """The OpInfo entries testing `op` in the checkout's common_methods_invocations.py (python-refs
+    left out), each with its call parsed alone (None where that span does not parse); () when the file
+    names no entry for it or cannot be read, None when the checkout has no such file. Read once per
+    text and op: try's domain, samples and tolerance readings all take this one reading."""
+    from mpsgen.read.checkout import COMMON_METHODS
+
+    if not checkout.exists(COMMON_METHODS):
+        return None
+    return _calls_of(checkout.read(COMMON_METHODS), COMMON_METHODS, op)
+
+
+@functools.lru_cache(maxsize=16)
+def _calls_of(text: str, path: str, op: str) -> tuple[tuple[OpInfoRef, ast.Call | None], ...]:
+    try:
+        refs = find_opinfos(text, path, op)
+    except (MpsgenError, ValueError):  # no entry, or an unreadable file: nothing is known of it
+        return ()
+    calls = []
+    for ref in refs:
+        if ref.kind == "python-ref":
+            continue
+        try:
+            call = ast.parse(text[ref.span[0] : ref.span[1]], mode="eval").body
+        except SyntaxError:
+            call = None
+        calls.append((ref, call if isinstance(call, ast.Call) else None))
+    return tuple(calls)
 
 
 def parse_call(text: str, path: str, start: int, end: int, first_line: int) -> tuple[ast.Call, NodeSpans]:

@@ -23,7 +23,7 @@ import struct
 from mpsgen.commands.tryop.values import ROUND, float32_bits, from_float32_bits, int_range, kind
 from mpsgen.read.checkout import COMMON_METHODS, Checkout
 from mpsgen.read.cpp import mask_code, match_brace
-from mpsgen.read.opinfo import find_opinfos
+from mpsgen.read.opinfo import opinfo_calls
 
 DOMAIN_POINTS = 32
 
@@ -333,21 +333,7 @@ def _parameter_names(body: str) -> set[str]:
 
 def opinfo_domain(checkout: Checkout, op: str) -> tuple[float | None, float | None] | None:
     """`domain=(lo, hi)` of the op's OpInfo (None for an open end), or None without one."""
-    if not checkout.exists(COMMON_METHODS):
-        return None
-    text = checkout.read(COMMON_METHODS)
-    try:
-        refs = find_opinfos(text, COMMON_METHODS, op)
-    except Exception:  # an unreadable OpInfo file: no domain (try's other values stay)
-        return None
-    for ref in refs:
-        if ref.kind == "python-ref":
-            continue
-        try:
-            tree = ast.parse(text[ref.span[0] : ref.span[1]], mode="eval")
-        except SyntaxError:
-            continue
-        call = tree.body
+    for _, call in opinfo_calls(checkout, op) or ():
         for keyword in getattr(call, "keywords", ()):
             if keyword.arg == "domain":
                 try:
@@ -372,20 +358,12 @@ def samples_finite_parts(checkout: Checkout, op: str) -> bool:
     make_tensor, whose complex parts are finite, and adds only finite literals: pow's zeros raised to
     `[1j, 2]`) nor a dtype's limits or a large literal, or the OpInfo has none and its class's default draws with make_tensor. False whenever
     that cannot be read (a lambda, a function defined elsewhere, an unreadable file)."""
-    if not checkout.exists(COMMON_METHODS):
+    calls = [(ref, call) for ref, call in opinfo_calls(checkout, op) or () if not ref.kind.startswith("Foreach")]
+    if not calls:
         return False
     text = checkout.read(COMMON_METHODS)
-    try:
-        refs = [ref for ref in find_opinfos(text, COMMON_METHODS, op)
-                if ref.kind != "python-ref" and not ref.kind.startswith("Foreach")]
-    except Exception:  # an unreadable OpInfo file: nothing is known of its samples
-        return False
-    if not refs:
-        return False
-    for ref in refs:
-        try:
-            call = ast.parse(text[ref.span[0] : ref.span[1]], mode="eval").body
-        except SyntaxError:
+    for ref, call in calls:
+        if call is None:
             return False
         given = {k.arg: k.value for k in getattr(call, "keywords", ())}
         if "sample_inputs_func" not in given:

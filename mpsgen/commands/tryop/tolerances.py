@@ -5,10 +5,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 from mpsgen.read.checkout import COMMON_METHODS, Checkout
-from mpsgen.read.opinfo import callee_name, canonical_torch_dtype, find_opinfos, string_constant
+from mpsgen.read.opinfo import callee_name, canonical_torch_dtype, opinfo_calls, string_constant
 
 
 @dataclass(frozen=True)
@@ -23,20 +22,9 @@ def opinfo_tolerances(checkout: Checkout, op: str) -> dict[str, Tolerance]:
     rtol=...)}), "TestConsistency", "test_output_match", device_type="mps")` in the op's OpInfos (the
     first one per dtype). Empty when the file or the OpInfo cannot be read: the defaults apply."""
 
-    if not checkout.exists(COMMON_METHODS):
-        return {}
-    text = checkout.read(COMMON_METHODS)
-    try:
-        refs = find_opinfos(text, COMMON_METHODS, op)
-    except MpsgenError:
-        return {}
     found: dict[str, Tolerance] = {}
-    for ref in refs:
-        if ref.kind == "python-ref":
-            continue
-        try:
-            tree = ast.parse(text[ref.span[0] : ref.span[1]], mode="eval")
-        except SyntaxError:
+    for ref, tree in opinfo_calls(checkout, op) or ():
+        if tree is None:
             continue
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and callee_name(node) == "DecorateInfo"):
