@@ -90,7 +90,8 @@ def _class_scopes(code: str) -> list[tuple[int, int]]:
     """Spans of `{...}` bodies of struct/class/union definitions in code (directives blanked)."""
     spans, stack = [], []
     head_start = 0
-    for i, c in enumerate(code):
+    for brace in _SCOPE_MARKS.finditer(code):  # only braces and semicolons matter: skip the rest at C speed
+        i, c = brace.start(), brace.group()
         if c == "{":
             head = code[head_start:i]
             stack.append((i, bool(_CLASS_HEAD.search(head)) and "(" not in head and "namespace" not in head))
@@ -185,8 +186,10 @@ def _address_space_twins(code: str) -> list[tuple[int, int]]:
     stack: list[int] = []
     head_start = 0
     i = 0
-    while i < len(code):
-        c = code[i]
+    for mark in _SCOPE_MARKS.finditer(code):  # only braces and semicolons matter: skip the rest at C speed
+        if mark.start() < i:
+            continue  # inside a twin already blanked
+        i, c = mark.start(), mark.group()
         if c == "{":
             head = code[head_start:i]
             m = _CLASS_SPECIALIZATION.search(head)
@@ -216,10 +219,12 @@ def _address_space_twins(code: str) -> list[tuple[int, int]]:
             if stack:
                 stack.pop()
             head_start = i + 1
-        elif c == ";":
+        else:  # ";"
             head_start = i + 1
-        i += 1
     return spans
+
+
+_SCOPE_MARKS = re.compile(r"[{};]")
 
 
 @functools.lru_cache(maxsize=128)  # a pure function of the text; headers recur in every compile
