@@ -54,7 +54,8 @@ import pickle
 import re
 import sys
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 
@@ -99,7 +100,7 @@ from mpsgen.facts.views import (
 )
 from mpsgen.model import Location
 from mpsgen.read.cache import cached_index
-from mpsgen.read.checkout import COMMON_MPS, Checkout, Reads, add_reads, recording
+from mpsgen.read.checkout import COMMON_MPS, Checkout, Reads, add_reads, recording, recording_new
 from mpsgen.read.cpp import find_definitions, mask_code
 from mpsgen.read.nfyaml import NativeFunctions, YamlEntry
 from mpsgen.read.pylists import match_bracket
@@ -199,13 +200,13 @@ def _scan_checkout(checkout: Checkout, jobs: int | None = None) -> ScanReport:
     metal_groups = _metal_groups(views, notes)
     xfail_by_op = _xfail_by_op(views, notes)
 
-    records = []
-    for op in nf.op_names:
-        records.append(_op_record(views, op, nf.op_entries(op), catalog, definitions, metal_groups, xfail_by_op))
-    deferred = [i for i, r in enumerate(records) if isinstance(r.candidate, _Derived)]
-    confirmed = confirm_all(views, [records[i].candidate for i in deferred], jobs)
-    for i, candidate in zip(deferred, confirmed):
-        records[i] = replace(records[i], candidate=candidate)
+    def record(op: str) -> OpRecord:
+        return _op_record(views, op, nf.op_entries(op), catalog, definitions, metal_groups, xfail_by_op)
+
+    def heavy(op: str) -> bool:  # a legacy MPS kernel: _op_record plans it, maybe tries its body
+        return any(is_legacy_line(line) for entry in nf.op_entries(op) for line in entry.dispatch)
+
+    records = classify_all(views, nf.op_names, record, jobs, heavy)
     records.sort(key=lambda r: r.op)
     return ScanReport(str(checkout.root), tuple(records), tuple(files), tuple(notes))
 
@@ -330,8 +331,8 @@ def _candidate(views, op, entries, shared, legacy, stub, stub_problem, functor, 
 
 @dataclass(frozen=True)
 class _Derived:
-    """A candidate whose body a source derived, its check still to run (`_confirm_derived`): every
-    op is classified first, then these are checked, side by side where there are cores."""
+    """A candidate whose body a source derived, its check still to run (`_confirm_derived`; in
+    `classify_all`'s workers where there are cores)."""
 
     op: str
     what: str
@@ -355,49 +356,153 @@ def _confirm_derived(views, derived: _Derived) -> Candidate:
     return Candidate("ready", f"{what}{graph}")
 
 
-# forked workers check the derived candidates: what they check is this module's state when they fork
-_FORKED: tuple[Views, list[_Derived]] | None = None
+# forked workers classify ops and check the derived candidates: the scan's Views, and how it
+# classifies an op, as they were when the workers forked
+_FORKED: tuple[Views, Callable[[str], OpRecord] | None] | None = None
 MAX_JOBS = 4  # each worker imports torch (~250 MB) for its try runs
-JOBS_VAR = "MPSGEN_JOBS"  # how many workers check them (1: in the scan's own process); default the cores
+JOBS_VAR = "MPSGEN_JOBS"  # how many workers (1: all in the scan's own process); default the cores
+CHUNKS_PER_JOB = 8  # tasks a worker for the ops without a legacy kernel (each takes ms)
+HEAVY_CHUNK = 4  # ops with a legacy kernel a task (each planned: up to ~0.5 s)
+
+
+def classify_all(views: Views, ops: list[str], record: Callable[[str], OpRecord], jobs: int | None = None,
+                 heavy: Callable[[str], bool] = lambda op: True) -> list[OpRecord]:
+    """`record(op)` of every op, each derived candidate among them checked (`_confirm_derived`), in
+    the order of `ops`. With `jobs` of two or more (else `$MPSGEN_JOBS`, else the cores this process
+    may run on, at most MAX_JOBS), in worker processes forked from this one, each taking the next
+    task: first the ops' records, in chunks (`_chunks`), then the candidates' checks (`_check_all`);
+    what a worker read of the checkout is recorded here as if read here
+    (`read.checkout.add_reads`). An op's record and a candidate's check depend on that op alone
+    (migrate planned in memory, try on the plan), so the results are the serial ones. What a
+    broken pool did not answer is done here; a process that has imported torch (or cannot fork)
+    does it all here."""
+    jobs = _jobs(jobs)
+    records: dict[str, OpRecord] = {}
+    sizes: dict[str, int] = {}
+    with _Pool(views, record, jobs) as pool:
+        chunks = _chunks(ops, heavy, jobs)
+        futures = [pool.submit(_classify_forked, chunk) for chunk in chunks]
+        for chunk, future in zip(chunks, futures):
+            found = pool.answer(future)
+            found_records, found_sizes = found if found is not None else ([record(op) for op in chunk], {})
+            records.update(zip(chunk, found_records))
+            sizes.update(found_sizes)
+        derived = [records[op].candidate for op in ops if isinstance(records[op].candidate, _Derived)]
+        checked = dict(zip((d.op for d in derived), _check_all(pool, views, derived, sizes)))
+    return [replace(records[op], candidate=checked[op]) if op in checked else records[op] for op in ops]
 
 
 def confirm_all(views: Views, derived: list[_Derived], jobs: int | None = None) -> list[Candidate]:
-    """`_confirm_derived` of each candidate, in order: with two or more, in worker processes forked
-    from this one (`jobs`, else `$MPSGEN_JOBS`, else the cores this process may run on, at most
-    MAX_JOBS), each taking the next unchecked one; what a worker read of the checkout is recorded here as if read
-    here (`read.checkout.add_reads`). Each check depends on its op alone (migrate planned in memory,
-    try on the plan), so the results are the serial ones; a pool that fails checks serially, and so
-    does a process that has imported torch."""
-    global _FORKED
-    if jobs is None:
-        given = os.environ.get(JOBS_VAR, "").strip()
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        jobs = int(given) if given.isdigit() and int(given) > 0 else min(cores, MAX_JOBS)
-    jobs = min(jobs, len(derived))
+    """`_confirm_derived` of each candidate, in order (in workers as `classify_all` runs them)."""
+    with _Pool(views, None, min(_jobs(jobs), len(derived))) as pool:
+        return _check_all(pool, views, derived, {})
+
+
+def _check_all(pool: _Pool, views: Views, derived: list[_Derived], sizes: dict[str, int]) -> list[Candidate]:
+    """The candidates' checks, in order; given to the workers costliest first (`sizes`: the size of
+    the kernel file each compiles, `_check_size`), so that no worker starts a long one while the
+    others run out of work."""
+    order = sorted(range(len(derived)), key=lambda i: -sizes.get(derived[i].op, 0))
+    futures = {i: pool.submit(_confirm_forked, derived[i]) for i in order}
+    answers = [pool.answer(futures[i]) for i in range(len(derived))]
+    return [a if a is not None else _confirm_derived(views, d) for a, d in zip(answers, derived)]
+
+
+def _chunks(ops: list[str], heavy: Callable[[str], bool], jobs: int) -> list[tuple[str, ...]]:
+    """The workers' classifying tasks: the `heavy` ops (a legacy MPS kernel: planned, their bodies
+    looked for) first, HEAVY_CHUNK a task; then the others, CHUNKS_PER_JOB tasks a worker."""
+    first = [op for op in ops if heavy(op)]
+    rest = [op for op in ops if not heavy(op)]
+    size = max(1, -(-len(rest) // (jobs * CHUNKS_PER_JOB)))
+    return ([tuple(first[i : i + HEAVY_CHUNK]) for i in range(0, len(first), HEAVY_CHUNK)]
+            + [tuple(rest[i : i + size]) for i in range(0, len(rest), size)])
+
+
+def _jobs(jobs: int | None) -> int:
+    if jobs is not None:
+        return jobs
+    given = os.environ.get(JOBS_VAR, "").strip()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return int(given) if given.isdigit() and int(given) > 0 else min(cores, MAX_JOBS)
+
+
+def _may_fork(jobs: int) -> bool:
     # a process that has run torch's ops cannot fork safely (its OpenMP pool hangs the child): a
-    # library user's second scan, or a test run's, checks serially; the command's never has
-    if jobs < 2 or "torch" in sys.modules or "fork" not in multiprocessing.get_all_start_methods():
-        return [_confirm_derived(views, d) for d in derived]
-    _FORKED = (views, derived)
-    gc.freeze()  # the workers share this process's objects: no collection of theirs copies those pages
-    try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            done = list(pool.map(_confirm_forked, range(len(derived))))
-    except (BrokenProcessPool, OSError, pickle.PicklingError):
-        return [_confirm_derived(views, d) for d in derived]
-    finally:
-        _FORKED = None
-        gc.unfreeze()
-    for _, reads in done:
+    # library user's second scan, or a test run's, works serially; the command's never has
+    return jobs >= 2 and "torch" not in sys.modules and "fork" in multiprocessing.get_all_start_methods()
+
+
+class _Pool:
+    """Worker processes forked from this one (at the first task) with the scan's state; a task it
+    cannot run (one process only, torch imported, no fork; a broken pool) is answered None, and
+    the caller does it here."""
+
+    def __init__(self, views: Views, record: Callable[[str], OpRecord] | None, jobs: int):
+        self.state, self.jobs = (views, record), jobs
+        self.pool: ProcessPoolExecutor | None = None
+        self.broken = not _may_fork(jobs)  # then every task is done here
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def submit(self, task: Callable, argument) -> Future | None:
+        global _FORKED
+        if self.broken:
+            return None
+        try:
+            if self.pool is None:
+                _FORKED = self.state
+                gc.freeze()  # the workers share this process's objects: no collection of theirs copies those pages
+                self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("fork"))
+            return self.pool.submit(task, argument)
+        except (BrokenProcessPool, OSError, RuntimeError):
+            self.broken = True
+            return None
+
+    def answer(self, future: Future | None):
+        """The task's result, its reads recorded here; None when it did not run."""
+        if future is None or self.broken:
+            return None
+        try:
+            result, reads = future.result()
+        except (BrokenProcessPool, OSError, pickle.PicklingError):
+            self.broken = True
+            return None
         add_reads(reads)
-    return [candidate for candidate, _ in done]
+        return result
+
+    def __exit__(self, *exc) -> None:
+        global _FORKED
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
+            _FORKED = None
+            gc.unfreeze()
 
 
-def _confirm_forked(index: int) -> tuple[Candidate, Reads]:
-    """In a forked worker: the `index`th derived candidate checked, and what checking it read."""
-    views, derived = _FORKED
-    with recording(views.checkout.root) as reads:
-        candidate = _confirm_derived(views, derived[index])
+def _classify_forked(ops: tuple[str, ...]) -> tuple[list[OpRecord], Reads]:
+    """In a forked worker: the records of `ops`, and what classifying them read."""
+    views, record = _FORKED
+    with recording_new(views.checkout.root) as reads:
+        records = [record(op) for op in ops]
+        sizes = {r.op: _check_size(views, r.op) for r in records if isinstance(r.candidate, _Derived)}
+    return (records, sizes), reads
+
+
+def _check_size(views: Views, op: str) -> int:
+    """The size of the kernel file the op's functor would join (0 where the op does not resolve):
+    what its check compiles, a guess at how long the check takes."""
+    try:
+        return len(views.ws.read(resolve_op(views, op, Options(), "migrate").kernel_file))
+    except Exception:  # only an order is at stake: the check itself reports what went wrong
+        return 0
+
+
+def _confirm_forked(derived: _Derived) -> tuple[Candidate, Reads]:
+    """In a forked worker: the derived candidate checked, and what checking it read."""
+    views, _ = _FORKED
+    with recording_new(views.checkout.root) as reads:
+        candidate = _confirm_derived(views, derived)
     return candidate, reads
 
 

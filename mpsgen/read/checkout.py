@@ -60,7 +60,8 @@ def recording(root: Path) -> Iterator[Reads]:
     try:
         yield reads
     finally:
-        _RECORDING.remove(reads)
+        # by identity: a nested recording of the same reads is equal to the outer one
+        del _RECORDING[next(i for i, r in enumerate(_RECORDING) if r is reads)]
 
 
 def add_reads(found: Reads) -> None:
@@ -70,6 +71,23 @@ def add_reads(found: Reads) -> None:
         reads.texts.update(found.texts)
         reads.exists.update(found.exists)
         reads.globs.update(found.globs)
+
+
+@contextmanager
+def recording_new(root: Path) -> Iterator[Reads]:
+    """`recording(root)`, keeping only what this process's other recordings of the checkout did not
+    hold when the block began: in a worker forked from a command, what the command had not read
+    when it forked (what it read it need not be sent back)."""
+    known = [(dict(k.texts), dict(k.exists), dict(k.globs)) for k in _recorders(root)]
+    with recording(root) as reads:
+        yield reads
+    for texts, exists, globs in known:
+        for rel in [rel for rel, text in reads.texts.items() if texts.get(rel) is text]:
+            del reads.texts[rel]
+        for rel in [rel for rel, there in reads.exists.items() if rel in exists and exists[rel] == there]:
+            del reads.exists[rel]
+        for key in [key for key, found in reads.globs.items() if globs.get(key) == found]:
+            del reads.globs[key]
 
 
 def _recorders(root: Path) -> list[Reads]:
