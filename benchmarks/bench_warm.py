@@ -8,8 +8,10 @@ real-size checkout (the release's wheel files plus the mps kernel and host files
 the same with upstream's `aten/src/ATen/native/*.cpp` and `native/cpu/*.cpp` (a source checkout).
 Both are copied into a temporary directory first (every command here is read-only anyway).
 
-Every command runs as a whole process (`PYTHON -m mpsgen -C ROOT ...`): once with an empty user cache
-(`cold`, a cache directory of its own), then `--runs` times with what that run kept (`warm`: median).
+Every command runs as a whole process (`PYTHON -m mpsgen -C ROOT ...`): `--cold-runs` times with an
+empty user cache (`cold`, a cache directory of its own, emptied before each: median, every figure kept
+as `cold_all_s`, since one run on a shared machine varies by a third), then `--runs` times with what
+the last of them kept (`warm`: median).
 In the same run: `--help` (the floor every ratio is taken to, CPU-seconds: user + system of the process
 and the programs it waited for, `os.wait4`, which a loaded machine does not swell as it swells wall
 time) and the naive full parse (`benchmarks/run.py`'s: ruamel.yaml round-trip load of
@@ -20,7 +22,7 @@ Commands: `scan --json` on both checkouts; `migrate asinh --dry-run` (a catalog 
 checkout's kernel file already holds `mse_functor`, as the miniature's host files do, migrate keeps
 it and checks nothing) and `migrate signbit --dry-run` (a body derived from the MPSGraph graph:
 tried before it is planned) on the source checkout; `try hypot --backend host` (the host compiler and torch's CPU op:
-`cold` is its first run, `warm` repeated). Targets (issue 43): warm scan <= 10x --help on both;
+`cold` its first runs, `warm` repeated). Targets (issue 43): warm scan <= 10x --help on both;
 cold source-checkout scan <= 15 s; `migrate asinh --dry-run` <= 5x --help and >= 25x faster than the
 naive parse. Writes `--output` (default benchmarks/results-warm.json) and prints a table."""
 
@@ -71,23 +73,27 @@ def _run_py():
     return module
 
 
-def measure(run_once, argv: list[str], env: dict, cwd: Path, runs: int, expected: set[int] = frozenset({0})) -> dict:
-    """One cold run (the cache directory in `env` empty), then `runs` warm ones; `Failed` when a
-    run exits with a code not in `expected`."""
-    shutil.rmtree(env["MPSGEN_CACHE_DIR"], ignore_errors=True)
+def measure(run_once, argv: list[str], env: dict, cwd: Path, runs: int, expected: set[int] = frozenset({0}),
+            cold_runs: int = 1) -> dict:
+    """`cold_runs` cold runs (each with the cache directory in `env` emptied first: median), then
+    `runs` warm ones; `Failed` when a run exits with a code not in `expected`."""
     done = []
-    for _ in range(1 + runs):
+    for n in range(cold_runs + runs):
+        if n < cold_runs:
+            shutil.rmtree(env["MPSGEN_CACHE_DIR"], ignore_errors=True)
         done.append(run_once(argv, env, cwd))
         if done[-1][2] not in expected:
             raise Failed(f"exit code {done[-1][2]} (expected {' or '.join(map(str, sorted(expected)))}): "
                          + " ".join(argv))
-    cold, warm = done[0], done[1:]
+    cold, warm = done[:cold_runs], done[cold_runs:]
     return {
-        "cold_s": round(cold[0], 3), "cold_cpu_s": round(cold[3], 3),
+        "cold_s": round(statistics.median(c[0] for c in cold), 3),
+        "cold_cpu_s": round(statistics.median(c[3] for c in cold), 3),
+        "cold_all_s": [round(c[0], 3) for c in cold],
         "warm_s": round(statistics.median(w[0] for w in warm), 3),
         "warm_cpu_s": round(statistics.median(w[3] for w in warm), 3),
-        "peak_mb": round(max([cold[1]] + [w[1] for w in warm]), 1),
-        "exit_codes": sorted({cold[2]} | {w[2] for w in warm}), "runs": runs,
+        "peak_mb": round(max(r[1] for r in done), 1),
+        "exit_codes": sorted({r[2] for r in done}), "runs": runs, "cold_runs": cold_runs,
     }
 
 
@@ -95,7 +101,7 @@ def table(results: dict) -> str:
     commands = results["commands"]
     floor = commands["--help"]["warm_cpu_s"]
     naive = commands[NAIVE]["warm_s"]
-    rows = [("command", "cold s", "cold cpu s", "warm s", "warm cpu s", "warm x --help (cpu)", "vs naive", "target")]
+    rows = [("command", "cold s (range)", "cold cpu s", "warm s", "warm cpu s", "warm x --help (cpu)", "vs naive", "target")]
     for label, data in commands.items():
         ratio = data["warm_cpu_s"] / floor
         verdicts = []
@@ -107,7 +113,9 @@ def table(results: dict) -> str:
                 verdicts.append(f"cold <= {goal[1]:g} s " + ("ok" if data["cold_s"] <= goal[1] else "MISSED"))
         if label.startswith("migrate asinh"):
             verdicts.append(f">= {NAIVE_RATIO:g}x naive " + ("ok" if naive / data["warm_s"] >= NAIVE_RATIO else "MISSED"))
-        rows.append((label, f"{data['cold_s']:.3f}", f"{data['cold_cpu_s']:.3f}", f"{data['warm_s']:.3f}",
+        spread = data.get("cold_all_s", [])
+        cold = f"{data['cold_s']:.3f}" + (f" ({min(spread):.1f}-{max(spread):.1f})" if len(spread) > 1 else "")
+        rows.append((label, cold, f"{data['cold_cpu_s']:.3f}", f"{data['warm_s']:.3f}",
                      f"{data['warm_cpu_s']:.3f}", f"{ratio:.1f}x", f"{naive / data['warm_s']:.1f}x" if label != NAIVE else "",
                      ", ".join(verdicts)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -122,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--real", required=True, metavar="DIR", help="a real-size checkout (no .cpp)")
     parser.add_argument("--source", required=True, metavar="DIR", help="a source checkout (with native/*.cpp)")
     parser.add_argument("--runs", type=int, default=5, help="warm runs per command (default 5)")
+    parser.add_argument("--cold-runs", type=int, default=3,
+                        help="cold runs per command, each with an emptied cache (median; default 3)")
     parser.add_argument("--naive-runs", type=int, default=1, help="runs of the naive parse after its first (default 1)")
     parser.add_argument("--output", default=str(HERE / "results-warm.json"), help="where the JSON goes")
     args = parser.parse_args(argv)
@@ -143,13 +153,13 @@ def main(argv: list[str] | None = None) -> int:
         results = {"machine": run.machine(), "python": python, "checkouts": {"real": args.real, "source": args.source},
                    "commands": {}}
         jobs = [(label, [python, "-m", "mpsgen"] + (cmd if where == "none" else ["-C", str(roots[where])] + cmd),
-                 str(n), args.runs, expected) for n, (label, where, cmd, expected) in enumerate(COMMANDS)]
-        jobs.append((NAIVE, [python, "-c", run.NAIVE, str(roots["source"])], "naive", args.naive_runs, {0}))
-        for label, argv_, cache, runs, expected in jobs:
+                 str(n), args.runs, expected, args.cold_runs) for n, (label, where, cmd, expected) in enumerate(COMMANDS)]
+        jobs.append((NAIVE, [python, "-c", run.NAIVE, str(roots["source"])], "naive", args.naive_runs, {0}, 1))
+        for label, argv_, cache, runs, expected, cold_runs in jobs:
             env["MPSGEN_CACHE_DIR"] = str(Path(tmp) / "cache" / cache)
             print(f"timing {label} ...", file=sys.stderr)
             try:
-                results["commands"][label] = measure(run.run_once, argv_, env, Path(tmp), runs, expected)
+                results["commands"][label] = measure(run.run_once, argv_, env, Path(tmp), runs, expected, cold_runs)
             except Failed as exc:
                 print(f"bench_warm: {label}: {exc}; nothing written", file=sys.stderr)
                 return 1

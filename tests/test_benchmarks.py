@@ -133,3 +133,21 @@ def test_bench_warm_refuses_an_interpreter_without_what_the_naive_parse_imports(
         f"bench_warm: {python} cannot run the benchmark (ModuleNotFoundError: No module named 'libcst'): install "
         "mpsgen and libcst into it (VENV/bin/pip install . libcst; see docs/performance.md)\n")
     assert not out.exists()
+
+
+def test_bench_warm_takes_the_median_of_cold_runs_each_with_the_cache_emptied(tmp_path):
+    warm = _bench_warm()
+    cache = tmp_path / "cache"
+    seen = []
+    times = iter([9.0, 7.0, 8.0, 0.2, 0.3])
+
+    def run_once(argv, env, cwd):
+        seen.append(cache.exists())  # a cold run finds no cache; a warm one finds what the runs kept
+        cache.mkdir(exist_ok=True)
+        elapsed = next(times)
+        return elapsed, 40.0, 0, elapsed / 2
+
+    done = warm.measure(run_once, ["mpsgen", "scan"], {"MPSGEN_CACHE_DIR": str(cache)}, tmp_path, 2, cold_runs=3)
+    assert seen == [False, False, False, True, True]
+    assert (done["cold_s"], done["cold_cpu_s"], done["cold_all_s"]) == (8.0, 4.0, [9.0, 7.0, 8.0])
+    assert (done["warm_s"], done["runs"], done["cold_runs"]) == (0.25, 2, 3)
