@@ -22,29 +22,34 @@ def plan_launcher(read, templates: Templates, launcher: TernaryLauncher) -> tupl
     changes = []
     if launcher.add_kernels is not None:
         changes.append(_kernels_change(read, templates, launcher.add_kernels, LAUNCHER))
-    for rel, at, template, kind in ((LIBRARY, launcher.declaration_end, "ternary_params_launcher_declaration.h.j2",
-                                     "declaration"),
-                                    (UTILS, launcher.definition_end, "ternary_params_launcher.h.j2", "definition")):
+    pieces = ((LIBRARY, launcher.declaration_end, "ternary_params_launcher_declaration.h.j2", "declaration"),
+              (UTILS, launcher.definition_end, "ternary_params_launcher.h.j2", "definition"))
+    for rel, at, template, kind in pieces:
         text = read(rel)
         added = templates.render(template, indent=launcher.indent)
-        if kind == "definition":
-            added = "\n" + added  # a blank line between it and the binary one
-        newline = newline_of(text)
-        if newline != "\n":
-            added = added.replace("\n", newline)
-        line = LineIndex(text).line_of(at) if at < len(text) else LineIndex(text).line_count + 1
-        if kind == "definition":
-            line += 1  # after the blank line that opens it
-        note = ()
-        if kind == "declaration":
-            note = (Note("info", f"this checkout's library has no launcher for a ternary kernel with a params struct: "
-                                 f"MetalShaderLibrary::{LAUNCHER} added ({LIBRARY} and {UTILS}, after the binary "
-                                 f"one's), binding the arguments where the kernels REGISTER_TERNARY_ALPHA_OP "
-                                 f"instantiates take them ({launcher.kernels}); review it with the op",
-                        Location(rel, line)),)
-        changes.append(FileChange(rel, replace_spans(text, [(at, at, added)]),
-                                  (Change("launcher", Location(rel, line), f"{LAUNCHER} ({kind})"),), note))
+        changes.append(_insert_piece(rel, text, at, added, kind, f"{LAUNCHER} ({kind})", lambda line: (
+            Note("info", f"this checkout's library has no launcher for a ternary kernel with a params struct: "
+                         f"MetalShaderLibrary::{LAUNCHER} added ({LIBRARY} and {UTILS}, after the binary "
+                         f"one's), binding the arguments where the kernels REGISTER_TERNARY_ALPHA_OP "
+                         f"instantiates take them ({launcher.kernels}); review it with the op",
+                 Location(rel, line)),) if kind == "declaration" else ()))
     return tuple(changes)
+
+
+def _insert_piece(rel: str, text: str, at: int, added: str, kind: str, summary: str, notes) -> FileChange:
+    """`added` (a launcher's declaration or definition, rendered) inserted into `rel` at offset
+    `at`: a definition after a blank line, in the file's newline style; `notes(line)` the notes for
+    the line it starts on."""
+    if kind == "definition":
+        added = "\n" + added  # a blank line between it and the one it follows
+    newline = newline_of(text)
+    if newline != "\n":
+        added = added.replace("\n", newline)
+    line = LineIndex(text).line_of(at) if at < len(text) else LineIndex(text).line_count + 1
+    if kind == "definition":
+        line += 1  # after the blank line that opens it
+    return FileChange(rel, replace_spans(text, [(at, at, added)]), (Change("launcher", Location(rel, line), summary),),
+                      notes(line))
 
 
 def _kernels_change(read, templates: Templates, add: TernaryAlphaKernels, launcher: str) -> FileChange:
@@ -81,18 +86,9 @@ def plan_alpha_launcher(read, templates: Templates, launcher: TernaryAlphaLaunch
         text = read(rel)
         added = templates.render(template, indent=launcher.indent, profiler_stream=launcher.profiler_stream,
                                  dispatch3d=launcher.dispatch3d)
-        if kind == "definition":
-            added = "\n" + added  # a blank line between it and the plain one
-        newline = newline_of(text)
-        if newline != "\n":
-            added = added.replace("\n", newline)
-        line = LineIndex(text).line_of(at) if at < len(text) else LineIndex(text).line_count + 1
-        if kind == "definition":
-            line += 1
-        note = (Note("info", f"this checkout's MetalShaderLibrary::{TERNARY} takes no Scalar: the one taking the "
-                             f"Scalar a ternary op carries ({TERNARY}(iter, name, alpha), as 2.15 calls it) {kind} "
-                             f"added after the plain one's, binding alpha where the kernels REGISTER_TERNARY_ALPHA_OP "
-                             f"instantiates take it ({launcher.kernels}); review it with the op", Location(rel, line)),)
-        changes.append(FileChange(rel, replace_spans(text, [(at, at, added)]),
-                                  (Change("launcher", Location(rel, line), f"{TERNARY} with a Scalar ({kind})"),), note))
+        changes.append(_insert_piece(rel, text, at, added, kind, f"{TERNARY} with a Scalar ({kind})", lambda line: (
+            Note("info", f"this checkout's MetalShaderLibrary::{TERNARY} takes no Scalar: the one taking the "
+                         f"Scalar a ternary op carries ({TERNARY}(iter, name, alpha), as 2.15 calls it) {kind} "
+                         f"added after the plain one's, binding alpha where the kernels REGISTER_TERNARY_ALPHA_OP "
+                         f"instantiates take it ({launcher.kernels}); review it with the op", Location(rel, line)),)))
     return tuple(changes)
