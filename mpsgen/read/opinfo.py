@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
+from mpsgen.read.checkout import COMMON_METHODS
 from mpsgen.read.pylists import (
     NodeSpans,
     match_bracket,
@@ -226,8 +227,6 @@ def opinfo_calls(checkout, op: str) -> tuple[tuple[OpInfoRef, ast.Call | None], 
     left out), each with its call parsed alone (None where that span does not parse); () when the file
     names no entry for it or cannot be read, None when the checkout has no such file. Read once per
     text and op: try's domain, samples and tolerance readings all take this one reading."""
-    from mpsgen.read.checkout import COMMON_METHODS
-
     if not checkout.exists(COMMON_METHODS):
         return None
     return _calls_of(checkout.read(COMMON_METHODS), COMMON_METHODS, op)
