@@ -303,3 +303,69 @@ def test_a_type_registered_at_opmath_gets_its_operands_at_opmath_in_the_try_kern
         "  using om_t = ::c10::metal::opmath_t<half2>;\n"
         "  out[i] = static_cast<::c10::metal::result_of<pow_functor, half2, half2>>(f(om_t(in0[i]), om_t(in1[i])));\n"
         "}\n")
+
+
+# ---- values within the OpInfo's domain eps of a domain end (erfinv's steep ends on 2.13) ------------
+
+
+def test_the_domain_upstreams_samples_stay_inside_is_a_unary_ufuncinfos_with_its_default_samples():
+    from mpsgen.commands.tryop.branchvalues import DOMAIN_EPS, near_domain_end, unsampled_domain
+    from mpsgen.read.checkout import Checkout
+    from support import FIXTURE_CHECKOUT
+
+    checkout = Checkout(FIXTURE_CHECKOUT)
+    assert unsampled_domain(checkout, "atanh") == (-1.0, 1.0)  # UnaryUfuncInfo, domain=(-1, 1), default samples
+    assert unsampled_domain(checkout, "acosh") == (1.0, None)
+    assert unsampled_domain(checkout, "addcmul") is None  # its own sample_inputs_func
+    assert unsampled_domain(checkout, "no_such_op") is None
+    assert DOMAIN_EPS == 1e-5  # opinfo/core.py's _domain_eps (2.13-2.15)
+    assert [near_domain_end(v, (-1.0, 1.0)) for v in (0.9999999403953552, 0.99999, 1.0, -0.999995, 0.5, 1.5)] == [
+        True, False, True, True, False, False]
+    assert [near_domain_end(v, (1.0, None)) for v in (1.000001, 1e30, 0.9999999)] == [True, False, False]
+
+
+def test_a_value_at_the_domain_end_matches_when_it_is_the_ops_value_within_one_ulp_of_the_input():
+    inputs = make_inputs("float", 1, 0, 0, ())
+    inputs = type(inputs)(inputs.metal_type, ((0.9999999403953552, 0.5, 0.9999999403953552, 0.9999999403953552),))
+    cpu = (3.8325068950653076, 0.4769362762044699, 3.8325068950653076, 3.8325068950653076)
+    got = (3.8325369358062744, 0.4769362762044699, -3.8325369358062744, 3.8325369358062744)
+    span = {0: (3.7439211627767994, math.inf), 2: (3.7439211627767994, math.inf), 3: (math.nan, math.inf)}
+    result = compare(inputs, got, cpu, "float", unsampled=lambda i: span.get(i))
+    # case 0: within the span, noted; case 1: not near the end, judged (and right); case 2: a flipped
+    # sign, outside the span; case 3: a NaN end refuses
+    assert result.mismatches == 2 and [m.inputs for m in result.examples] == [(0.9999999403953552,)] * 2
+    assert result.beyond_samples == (((0.9999999403953552,), 3.8325369358062744, 3.8325068950653076),)
+    assert ("beyond what upstream's test samples: 1 case within the OpInfo's domain eps (1e-5) of a domain end, "
+            "which its samples never come nearer than, where the kernel's value is the op's value at an input within "
+            "one ulp: (0.9999999403953552,) gave 3.8325369358062744, CPU 3.8325068950653076") in result.note
+    assert compare(inputs, got[:2], cpu[:2], "float").mismatches == 1  # without the rule (audit): judged
+
+
+def _atanh_root(tmp_path, edge: str) -> Path:
+    """The miniature with atanh migrated, its float values multiplied by `edge` within 1e-5 of +-1."""
+    root = copy_checkout(tmp_path)
+    assert run_cli(["-C", str(root), "migrate", "atanh"]).exit_code == 0
+    kernel = root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+    text = kernel.read_text(encoding="utf-8")
+    plain = "    return static_cast<T>(precise::atanh(float(x)));\n"
+    assert text.count(plain) == 1
+    kernel.write_text(text.replace(plain, "    const float y = precise::atanh(float(x));\n"
+                                          f"    return static_cast<T>(1.0f - fabs(float(x)) < 1e-5f ? y * {edge} : y);\n"),
+                      encoding="utf-8")
+    return root
+
+
+@needs_compiler
+@needs_torch
+def test_try_notes_an_answer_within_one_ulp_at_the_domain_end_and_fails_a_wrong_one(tmp_path):
+    near = run_cli(["-C", str(_atanh_root(tmp_path / "near", "1.00001f")), "try", "atanh", "--backend", "host",
+                    "--reference", "torch", "--json"])
+    assert near.exit_code == 0, near.output
+    float32 = next(r for r in json.loads(near.stdout)["dtypes"] if r["dtype"] == "float32")
+    assert float32["status"] == "passed" and float32["beyond_samples"] >= 2  # +-0.99999994 at least
+    assert "within the OpInfo's domain eps (1e-5) of a domain end" in float32["note"]
+    flipped = run_cli(["-C", str(_atanh_root(tmp_path / "flipped", "-1.0f")), "try", "atanh", "--backend", "host",
+                       "--reference", "torch", "--json"])
+    assert flipped.exit_code == 1
+    float32 = next(r for r in json.loads(flipped.stdout)["dtypes"] if r["dtype"] == "float32")
+    assert float32["status"] == "failed"

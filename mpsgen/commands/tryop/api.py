@@ -13,9 +13,11 @@ from mpsgen.commands.tryop.branchvalues import (
     domain_values,
     functor_spans,
     loop_bounded_operands,
+    near_domain_end,
     opinfo_domain,
     samples_finite_parts,
     scalar_boundaries,
+    unsampled_domain,
 )
 from mpsgen.commands.tryop.compare import MAX_EXAMPLES, DtypeResult, compare
 from mpsgen.commands.tryop.coverage import Coverage, Target, coverage_to_json
@@ -304,7 +306,8 @@ def try_op(checkout: Checkout, op: str, options: TryOptions = TryOptions(),
         runs = _host_runs(inputs, outputs, reference, fallback)
     results = _results(runs, opinfo_tolerances(checkout, op), options.examples,
                        options.note_beyond_samples and samples_finite_parts(checkout, op),
-                       options.note_beyond_samples)
+                       options.note_beyond_samples,
+                       unsampled_domain(checkout, op) if options.note_beyond_samples else None)
     return TryReport(op, facts.functor, facts.location, backend, detail, not_run, reference.name, reference_note,
                      tuple(results), options.seed, source, **_coverage_fields(backend, measured, options))
 
@@ -461,10 +464,11 @@ def _coverage_fields(backend: str, measured, options: TryOptions) -> dict:
 
 
 def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES, finite_samples: bool = False,
-             edge: bool = True) -> list[DtypeResult]:
+             edge: bool = True, domain=None) -> list[DtypeResult]:
     """Each type's comparison: skipped without a reference; failed when the kernel's output type is
     not the reference's; the OpInfo's MPS tolerance for the dtype where it has one. `edge`: an
-    overflow at the top of the type's range is noted (try), not judged (audit judges it)."""
+    overflow at the top of the type's range is noted (try), not judged (audit judges it). `domain`:
+    the OpInfo's domain when upstream's samples stay its eps inside it (`unsampled_domain`; try)."""
     results = []
     for case, out, want in runs:
         dtype = METAL_TO_TORCH[case.metal_type]
@@ -475,9 +479,13 @@ def _results(runs, overrides: dict, examples: int = MAX_EXAMPLES, finite_samples
         note = want.note
         if override is not None:
             note = "; ".join(n for n in (note, f"tolerance from {override.location} (the OpInfo's MPS override)") if n)
+        unsampled = None
+        if domain is not None and want.span is not None and len(case.columns) == 1:
+            def unsampled(i, case=case, want=want):
+                return want.span(i) if near_domain_end(case.columns[0][i], domain) else None
         result = compare(case, out.values, want.values, out.out_type, note, want.alone,
                          (override.rtol, override.atol) if override else None, want.wide, examples,
-                         finite_samples, edge)
+                         finite_samples, edge, unsampled)
         if want.out_type != out.out_type:
             why = f"the kernel returns {out.out_type}, the reference {want.out_type}"
             result = replace(result, status="failed", note="; ".join(n for n in (result.note, why) if n))

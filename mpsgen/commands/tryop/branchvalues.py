@@ -379,6 +379,32 @@ def samples_finite_parts(checkout: Checkout, op: str) -> bool:
     return True
 
 
+# How far inside its domain a UnaryUfuncInfo's default samples stay (OpInfo's `_domain_eps`, 1e-5 in
+# 2.13-2.15's opinfo/core.py): `sample_inputs_elementwise_unary` draws floating values in
+# [lo + eps, hi - eps].
+DOMAIN_EPS = 1e-5
+
+
+def unsampled_domain(checkout: Checkout, op: str) -> tuple[float | None, float | None] | None:
+    """The op's OpInfo `domain=(lo, hi)` when every float value upstream's `test_output_match` feeds
+    it stays DOMAIN_EPS inside each finite end: every OpInfo of the op a UnaryUfuncInfo drawing with
+    its default sample function (no `sample_inputs_func=`) and declaring that domain. None otherwise
+    (another class, its own sample function, no domain, an unreadable file)."""
+    calls = opinfo_calls(checkout, op)
+    if not calls or any(call is None or ref.kind != "UnaryUfuncInfo"
+                        or any(k.arg == "sample_inputs_func" for k in call.keywords) for ref, call in calls):
+        return None
+    domain = opinfo_domain(checkout, op)
+    return domain if domain is not None and any(end is not None for end in domain) else None
+
+
+def near_domain_end(value, domain: tuple[float | None, float | None]) -> bool:
+    """`value` lies in the domain, closer than DOMAIN_EPS to one of its finite ends."""
+    lo, hi = domain
+    return isinstance(value, float) and math.isfinite(value) and (
+        (lo is not None and lo <= value < lo + DOMAIN_EPS) or (hi is not None and hi - DOMAIN_EPS < value <= hi))
+
+
 def domain_values(domain: tuple[float | None, float | None] | None) -> list[float]:
     """The domain's ends and DOMAIN_POINTS points evenly inside (a half-open domain: steps of powers
     of two from its end)."""
@@ -398,7 +424,7 @@ def domain_values(domain: tuple[float | None, float | None] | None) -> list[floa
 # ---- in a type, with neighbours --------------------------------------------------------------------
 
 
-def _next_float(x: float, metal_type: str, up: bool) -> float:
+def next_float(x: float, metal_type: str, up: bool) -> float:
     """The next value of the float type after x (towards +inf when up)."""
     if metal_type == "float" or metal_type == "bfloat":
         u = float32_bits(x)
@@ -436,7 +462,7 @@ def neighbours(value: float, metal_type: str) -> list:
         return []
     out = [r]
     for up in (False, True):
-        n = _next_float(r, metal_type, up)
+        n = next_float(r, metal_type, up)
         if math.isfinite(n):
             out.append(n)
     return sorted(set(out), key=lambda v: (v, math.copysign(1.0, v)))

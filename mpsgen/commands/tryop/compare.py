@@ -140,6 +140,23 @@ def beyond_note(cases: tuple) -> str:
             f"such): {shown}{more}")
 
 
+def domain_edge_note(cases: tuple) -> str:
+    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
+    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
+    return (f"beyond what upstream's test samples: {len(cases)} case{'s' if len(cases) != 1 else ''} within the "
+            "OpInfo's domain eps (1e-5) of a domain end, which its samples never come nearer than, where the "
+            f"kernel's value is the op's value at an input within one ulp: {shown}{more}")
+
+
+def _within_span(got, span) -> bool:
+    """`got` (finite) lies between the two values of `span` (float64 values of the op at the operand's
+    neighbours; an inf end bounds nothing on its side, a NaN end refuses)."""
+    if not span or len(span) != 2 or any(isinstance(v, float) and math.isnan(v) for v in span):
+        return False
+    lo, hi = min(span), max(span)
+    return lo <= got <= hi
+
+
 def _beyond_complex(inputs: Inputs, i: int, got) -> bool:
     """Case i of complex operands is one upstream's test never feeds, and the kernel's value there is
     not judged: an operand has an inf or NaN part (C's complex special-value rules, which CPU follows,
@@ -161,7 +178,7 @@ def _at_edge(inputs: Inputs, i: int) -> bool:
 
 def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = "", alone=None,
             override: tuple[float, float] | None = None, wide=None, examples: int = MAX_EXAMPLES,
-            finite_samples: bool = False, edge_noted: bool = True) -> DtypeResult:
+            finite_samples: bool = False, edge_noted: bool = True, unsampled=None) -> DtypeResult:
     """Kernel outputs `got` against reference values `want` (None: no reference for that case).
     `alone(i)`, when given, is the reference for case i from the CPU's scalar loop (a value, or a
     tuple of them: computed by itself, and within the whole tensor laid out with a stride): a kernel
@@ -182,7 +199,13 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     `finite_samples`: every value upstream's test feeds the op has finite parts (`samples_finite_parts`).
     A complex case it never feeds (`_beyond_complex`) then matches, each named in the note.
     `edge_noted`: an overflow with an operand at the top of the type's range is noted (False: audit,
-    which reports what upstream's test never samples too)."""
+    which reports what upstream's test never samples too).
+    `unsampled(i)`, when given, is None for a case upstream's test can feed, and for one it never
+    feeds (an operand within the OpInfo's domain eps of a domain end: `branchvalues.unsampled_domain`)
+    the op's float64 values one step of the type below and above the operand. A finite kernel value
+    there that lies between them (the op's value at an input within one ulp: erfinv's steep ends,
+    where one ulp of x moves the value by 2%) matches, each case named in the note; one outside them
+    (a wrong constant, a flipped branch) is still a mismatch."""
     # Outputs of a type mpsgen does not know (a struct, a vector) are compared exactly.
     exact = kind(out_type) not in ("float", "complex") if out_type in _KNOWN else True
     tolerance = None if exact else (override or TOLERANCES[out_type])
@@ -192,6 +215,7 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     nearer: list[tuple] = []
     edge: list[tuple] = []
     beyond: list[tuple] = []
+    domain_edge: list[tuple] = []
     for i, (g, w) in enumerate(zip(got, want)):
         if w is None:
             continue  # the reference has no value here (its note says why)
@@ -236,6 +260,9 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
             if value is not None and _close(w, value, 0.0, 0.0):
                 ok = True
                 edge.append((inputs.case(i), g, w))
+        if not ok and unsampled is not None and not exact and _finite(g) and _within_span(g, unsampled(i)):
+            ok = True
+            domain_edge.append((inputs.case(i), g, w))
         if (not ok and finite_samples and not exact and kind(inputs.metal_type) == "complex"
                 and _beyond_complex(inputs, i, g)):
             ok = True
@@ -256,9 +283,11 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
         note = (note + "; " if note else "") + edge_note(tuple(edge))
     if beyond:
         note = (note + "; " if note else "") + beyond_note(tuple(beyond))
+    if domain_edge:
+        note = (note + "; " if note else "") + domain_edge_note(tuple(domain_edge))
     status = "failed" if bad or len(got) != len(want) else "passed"
     notes = "; ".join(n for n in (inputs.note, note) if n)
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
                        len(bad), tuple(bad[:examples]), tolerance, status, notes, cpu_overflows=overflowed,
                        nearer_float64=tuple(nearer), edge_overflows=tuple(edge),
-                       beyond_samples=tuple(beyond))
+                       beyond_samples=tuple(beyond) + tuple(domain_edge))

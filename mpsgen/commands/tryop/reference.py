@@ -3,10 +3,12 @@ Python reference."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
+from mpsgen.commands.tryop.branchvalues import next_float
 from mpsgen.commands.tryop.lookup import METAL_TO_TORCH, TORCH_TO_METAL
 from mpsgen.commands.tryop.references import KIND_ARGUMENT, REFERENCES
 from mpsgen.commands.tryop.values import COMPONENT, ROUND, Inputs, kind
@@ -33,6 +35,10 @@ class Expected:
     # and rounded to the output type (None where that does not apply: integer inputs): where the CPU op gives inf
     # or NaN and this is finite, the CPU op overflowed in an intermediate (`compare`'s rule).
     wide: Callable[[int], object] | None = field(default=None, compare=False)
+    # The op's values in float64 (unrounded) at case i's operand one step of its type down and one
+    # up (a one-operand real floating case; else None): what an answer within one ulp of the input
+    # may be (`compare`'s rule for values upstream's test never samples).
+    span: Callable[[int], tuple | None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -201,7 +207,15 @@ def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tup
         one = _run_columns(torch, overload, tuple(c[i : i + 1] for c in inputs.columns), "float64", None, scalars, names)
         return _values(torch, one.to(result.dtype))[0] if one.is_floating_point() else None
 
-    return Expected(_values(torch, result), TORCH_TO_METAL.get(out_name, out_name), note, alone, wide)
+    def span(i: int):
+        x = inputs.columns[0][i] if len(inputs.columns) == 1 else None
+        if dtype not in _REAL_FLOATING or not isinstance(x, float) or not math.isfinite(x):
+            return None
+        around = tuple(next_float(x, inputs.metal_type, up) for up in (False, True))
+        two = _run_columns(torch, overload, (around,), "float64", None, scalars, names)
+        return _values(torch, two) if two.is_floating_point() else None
+
+    return Expected(_values(torch, result), TORCH_TO_METAL.get(out_name, out_name), note, alone, wide, span)
 
 
 def _run_columns(torch, overload, columns: tuple, compute_in: str, dtype: str | None = None,
