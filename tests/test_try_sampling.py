@@ -369,3 +369,40 @@ def test_try_notes_an_answer_within_one_ulp_at_the_domain_end_and_fails_a_wrong_
     assert flipped.exit_code == 1
     float32 = next(r for r in json.loads(flipped.stdout)["dtypes"] if r["dtype"] == "float32")
     assert float32["status"] == "failed"
+
+
+# ---- an infinite operand, and both overflowing at the top of the range (2.15's lerp) ---------------
+
+
+def _float_inputs(*cases):
+    inputs = make_inputs("float", 2, 0, 0, ())
+    return type(inputs)("float", tuple(tuple(c[k] for c in cases) for k in range(len(cases[0]))))
+
+
+def test_an_infinite_operand_where_both_values_are_not_finite_but_differ_is_noted_when_samples_are_finite():
+    # lerp at weight 0.5: the kernel's a + w * (b - a) against CPU's b - (b - a) * (1 - w)
+    inputs = _float_inputs((0.0, INF), (INF, 0.0), (1.0, -INF), (0.0, INF), (2.0, 3.0))
+    got = (INF, math.nan, -INF, 0.0, 2.5)
+    cpu = (math.nan, INF, math.nan, math.nan, 2.5)
+    result = compare(inputs, got, cpu, "float", finite_samples=True)
+    # the fourth: a finite kernel value where CPU's is NaN, still judged
+    assert result.mismatches == 1 and result.examples[0].inputs == (0.0, INF)
+    assert [case for case, _, _ in result.beyond_samples] == [(0.0, INF), (INF, 0.0), (1.0, -INF)]
+    assert ("beyond what upstream's test samples: 3 cases with an infinite operand, where the kernel and CPU both "
+            "give a value that is not finite, but not the same one (the OpInfo's samples draw finite values with "
+            "make_tensor and add none such): (0.0, inf) gave inf, CPU nan; (inf, 0.0) gave nan, CPU inf; "
+            "(1.0, -inf) gave -inf, CPU nan") in result.note
+    assert compare(inputs, got, cpu, "float").mismatches == 4  # samples that may hold inf (or audit): judged
+
+
+def test_an_operand_at_the_top_of_the_range_where_both_overflow_differently_is_noted():
+    # lerp(3.4e38, -3.4e38, 0.5): b - a is inf in both formulas; the op's value is 0
+    inputs = _float_inputs((FLT_MAX, -FLT_MAX), (1e30, -1e30), (FLT_MAX, -FLT_MAX))
+    got, cpu = (-INF, -INF, 5.0), (INF, INF, INF)
+    result = compare(inputs, got, cpu, "float", wide=lambda i: 0.0)
+    # the second is not at the top of the range; the third is a finite wrong value: both judged
+    assert result.mismatches == 2 and [m.inputs for m in result.examples] == [(1e30, -1e30), (FLT_MAX, -FLT_MAX)]
+    assert result.edge_overflows == (((FLT_MAX, -FLT_MAX), -INF, INF),)
+    assert "where the kernel and CPU both overflow an intermediate, to different values that are not finite" \
+        in result.note
+    assert compare(inputs, got, cpu, "float", wide=lambda i: 0.0, edge_noted=False).mismatches == 3  # audit

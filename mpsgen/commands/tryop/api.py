@@ -380,6 +380,7 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
     """An alpha or params kernel: every scalar set against torch's CPU op with the same scalars."""
     facts, source = prepared.facts, prepared.source
     plan, refused = _scalar_plan(prepared, {case.metal_type: case.count for case in inputs})
+    finite = options.note_beyond_samples and samples_finite_parts(checkout, facts.op)
     references = [scalar_reference(prepared.overload, prepared.reference_label, s.as_dict()) for s in prepared.sets]
     for index, chosen in enumerate(prepared.sets):  # a set the CPU op refuses (huber's delta <= 0)
         why = refused_by_reference(references[index], inputs[0]) if inputs else None
@@ -424,7 +425,7 @@ def _try_scalars(checkout: Checkout, prepared: Prepared, inputs: list[Inputs], b
             out = Outputs(case.metal_type, out.out_type, tuple(out.values[i] for i in ran))
             runs.append((kept, out, _expected(kept, out.out_type, references[index], None)))
         compared = {r.metal_type: replace(r, scalars=chosen.label) for r in _results(runs, overrides, options.examples,
-                                                                                     edge=options.note_beyond_samples)}
+                                                                                     finite, options.note_beyond_samples)}
         results += [skipped.get(case.metal_type) or compared[case.metal_type] for case in inputs]
     return TryReport(facts.op, facts.functor, facts.location, backend, detail, not_run, prepared.reference_label, "",
                      tuple(results), options.seed, source, tuple(s.label for s in prepared.sets),

@@ -131,6 +131,14 @@ def edge_note(cases: tuple) -> str:
             f"{shown}{more}")
 
 
+def edge_both_note(cases: tuple) -> str:
+    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
+    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
+    return (f"{len(cases)} case{'s' if len(cases) != 1 else ''} with an operand at the top of the type's range, "
+            f"beyond what upstream's test samples ([{SAMPLED_RANGE[0]:g}, {SAMPLED_RANGE[1]:g}]), where the kernel "
+            f"and CPU both overflow an intermediate, to different values that are not finite: {shown}{more}")
+
+
 def beyond_note(cases: tuple) -> str:
     shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
     more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
@@ -146,6 +154,14 @@ def domain_edge_note(cases: tuple) -> str:
     return (f"beyond what upstream's test samples: {len(cases)} case{'s' if len(cases) != 1 else ''} within the "
             "OpInfo's domain eps (1e-5) of a domain end, which its samples never come nearer than, where the "
             f"kernel's value is the op's value at an input within one ulp: {shown}{more}")
+
+
+def infinite_note(cases: tuple) -> str:
+    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
+    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
+    return (f"beyond what upstream's test samples: {len(cases)} case{'s' if len(cases) != 1 else ''} with an infinite "
+            "operand, where the kernel and CPU both give a value that is not finite, but not the same one (the "
+            f"OpInfo's samples draw finite values with make_tensor and add none such): {shown}{more}")
 
 
 def _within_span(got, span) -> bool:
@@ -197,7 +213,9 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     scalar in the input type: smooth_l1_loss's beta 1e6 is inf in half); never where CPU's is finite. A wrong constant or a flipped branch is far
     from the float64 value too: still a mismatch.
     `finite_samples`: every value upstream's test feeds the op has finite parts (`samples_finite_parts`).
-    A complex case it never feeds (`_beyond_complex`) then matches, each named in the note.
+    A complex case it never feeds (`_beyond_complex`) then matches, each named in the note; so does a
+    real case with an infinite operand where both values are not finite but differ (inf against NaN:
+    the two formulas resolve inf - inf differently). A finite value on either side is still judged.
     `edge_noted`: an overflow with an operand at the top of the type's range is noted (False: audit,
     which reports what upstream's test never samples too).
     `unsampled(i)`, when given, is None for a case upstream's test can feed, and for one it never
@@ -216,6 +234,8 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     edge: list[tuple] = []
     beyond: list[tuple] = []
     domain_edge: list[tuple] = []
+    infinite: list[tuple] = []
+    edge_both: list[tuple] = []
     for i, (g, w) in enumerate(zip(got, want)):
         if w is None:
             continue  # the reference has no value here (its note says why)
@@ -260,9 +280,19 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
             if value is not None and _close(w, value, 0.0, 0.0):
                 ok = True
                 edge.append((inputs.case(i), g, w))
+            elif not _finite(w):  # CPU overflows there too, to another inf or NaN (lerp's a + w * (b - a)
+                ok = True         # at a = -b = 3.4e38: b - a is inf in both formulas)
+                edge_both.append((inputs.case(i), g, w))
         if not ok and unsampled is not None and not exact and _finite(g) and _within_span(g, unsampled(i)):
             ok = True
             domain_edge.append((inputs.case(i), g, w))
+        if (not ok and finite_samples and not exact and kind(inputs.metal_type) == "float" and not _finite(g)
+                and not _finite(w) and any(isinstance(v, float) and math.isinf(v) for v in inputs.case(i))):
+            # an infinite operand, never fed: both give a non-finite value and resolve inf - inf
+            # differently (lerp's CPU formula end - (end - self) * (1 - w) where the kernel's is
+            # self + w * (end - self): NaN against inf)
+            ok = True
+            infinite.append((inputs.case(i), g, w))
         if (not ok and finite_samples and not exact and kind(inputs.metal_type) == "complex"
                 and _beyond_complex(inputs, i, g)):
             ok = True
@@ -281,13 +311,17 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
         note = (note + "; " if note else "") + nearer_note(tuple(nearer))
     if edge:
         note = (note + "; " if note else "") + edge_note(tuple(edge))
+    if edge_both:
+        note = (note + "; " if note else "") + edge_both_note(tuple(edge_both))
     if beyond:
         note = (note + "; " if note else "") + beyond_note(tuple(beyond))
     if domain_edge:
         note = (note + "; " if note else "") + domain_edge_note(tuple(domain_edge))
+    if infinite:
+        note = (note + "; " if note else "") + infinite_note(tuple(infinite))
     status = "failed" if bad or len(got) != len(want) else "passed"
     notes = "; ".join(n for n in (inputs.note, note) if n)
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
                        len(bad), tuple(bad[:examples]), tolerance, status, notes, cpu_overflows=overflowed,
-                       nearer_float64=tuple(nearer), edge_overflows=tuple(edge),
-                       beyond_samples=tuple(beyond) + tuple(domain_edge))
+                       nearer_float64=tuple(nearer), edge_overflows=tuple(edge) + tuple(edge_both),
+                       beyond_samples=tuple(beyond) + tuple(domain_edge) + tuple(infinite))
