@@ -324,21 +324,24 @@ def test_the_domain_upstreams_samples_stay_inside_is_a_unary_ufuncinfos_with_its
     assert [near_domain_end(v, (1.0, None)) for v in (1.000001, 1e30, 0.9999999)] == [True, False, False]
 
 
-def test_a_value_at_the_domain_end_matches_when_it_is_the_ops_value_within_one_ulp_of_the_input():
+def test_a_value_at_the_domain_end_matches_when_it_is_the_ops_value_at_an_input_that_rounds_to_it():
     inputs = make_inputs("float", 1, 0, 0, ())
-    inputs = type(inputs)(inputs.metal_type, ((0.9999999403953552, 0.5, 0.9999999403953552, 0.9999999403953552),))
-    cpu = (3.8325068950653076, 0.4769362762044699, 3.8325068950653076, 3.8325068950653076)
-    got = (3.8325369358062744, 0.4769362762044699, -3.8325369358062744, 3.8325369358062744)
-    span = {0: (3.7439211627767994, math.inf), 2: (3.7439211627767994, math.inf), 3: (math.nan, math.inf)}
+    x = 0.9999999403953552  # 1 - 2^-24: the float below 1
+    inputs = type(inputs)(inputs.metal_type, ((x, 0.5, x, x, x),))
+    cpu = (3.8325068950653076, 0.4769362762044699, 3.8325068950653076, 3.8325068950653076, 3.8325068950653076)
+    got = (3.8325369358062744, 0.4769362762044699, -3.8325369358062744, 3.8325369358062744, 4.5)
+    # erfinv in float64 at 1 - 1.5 * 2^-24 and 1 - 2^-25, halfway to x's neighbours (1 itself: inf)
+    halfway = (3.7809243716742102, 3.919205843636722)
+    span = {0: halfway, 2: halfway, 3: (math.nan, 3.9), 4: halfway}
     result = compare(inputs, got, cpu, "float", unsampled=lambda i: span.get(i))
     # case 0: within the span, noted; case 1: not near the end, judged (and right); case 2: a flipped
-    # sign, outside the span; case 3: a NaN end refuses
-    assert result.mismatches == 2 and [m.inputs for m in result.examples] == [(0.9999999403953552,)] * 2
+    # sign, outside the span; case 3: a NaN end refuses; case 4: past the value halfway to 1
+    assert result.mismatches == 3 and [m.inputs for m in result.examples] == [(x,)] * 3
     assert result.beyond_samples == (((0.9999999403953552,), 3.8325369358062744, 3.8325068950653076),)
     assert ("beyond what upstream's test samples: 1 case within the OpInfo's domain eps (1e-5) of a domain end, "
-            "which its samples never come nearer than, where the kernel's value is the op's value at an input within "
-            "one ulp: (0.9999999403953552,) gave 3.8325369358062744, CPU 3.8325068950653076") in result.note
-    assert compare(inputs, got[:2], cpu[:2], "float").mismatches == 1  # without the rule (audit): judged
+            "which its samples never come nearer than, where the kernel's value is the op's value at a real input that "
+            "rounds to the operand: (0.9999999403953552,) gave 3.8325369358062744, CPU 3.8325068950653076") in result.note
+    assert compare(inputs, got, cpu, "float").mismatches == 4  # without the rule (audit): judged
 
 
 def _atanh_root(tmp_path, edge: str) -> Path:

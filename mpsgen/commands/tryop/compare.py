@@ -153,7 +153,7 @@ def domain_edge_note(cases: tuple) -> str:
     more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
     return (f"beyond what upstream's test samples: {len(cases)} case{'s' if len(cases) != 1 else ''} within the "
             "OpInfo's domain eps (1e-5) of a domain end, which its samples never come nearer than, where the "
-            f"kernel's value is the op's value at an input within one ulp: {shown}{more}")
+            f"kernel's value is the op's value at a real input that rounds to the operand: {shown}{more}")
 
 
 def infinite_note(cases: tuple) -> str:
@@ -165,8 +165,8 @@ def infinite_note(cases: tuple) -> str:
 
 
 def _within_span(got, span) -> bool:
-    """`got` (finite) lies between the two values of `span` (float64 values of the op at the operand's
-    neighbours; an inf end bounds nothing on its side, a NaN end refuses)."""
+    """`got` (finite) lies between the two values of `span` (float64 values of the op halfway to the
+    operand's neighbours; an inf end bounds nothing on its side, a NaN end refuses)."""
     if not span or len(span) != 2 or any(isinstance(v, float) and math.isnan(v) for v in span):
         return False
     lo, hi = min(span), max(span)
@@ -220,10 +220,10 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     which reports what upstream's test never samples too).
     `unsampled(i)`, when given, is None for a case upstream's test can feed, and for one it never
     feeds (an operand within the OpInfo's domain eps of a domain end: `branchvalues.unsampled_domain`)
-    the op's float64 values one step of the type below and above the operand. A finite kernel value
-    there that lies between them (the op's value at an input within one ulp: erfinv's steep ends,
-    where one ulp of x moves the value by 2%) matches, each case named in the note; one outside them
-    (a wrong constant, a flipped branch) is still a mismatch."""
+    the op's float64 values halfway to the type's next value below and above the operand. A finite
+    kernel value there that lies between them (the op's value at a real input that rounds to the
+    operand: erfinv's steep ends, where half an ulp of x moves the value by 2%) matches, each case
+    named in the note; one outside them (a wrong constant, a flipped branch) is still a mismatch."""
     # Outputs of a type mpsgen does not know (a struct, a vector) are compared exactly.
     exact = kind(out_type) not in ("float", "complex") if out_type in _KNOWN else True
     tolerance = None if exact else (override or TOLERANCES[out_type])

@@ -35,9 +35,10 @@ class Expected:
     # and rounded to the output type (None where that does not apply: integer inputs): where the CPU op gives inf
     # or NaN and this is finite, the CPU op overflowed in an intermediate (`compare`'s rule).
     wide: Callable[[int], object] | None = field(default=None, compare=False)
-    # The op's values in float64 (unrounded) at case i's operand one step of its type down and one
-    # up (a one-operand real floating case; else None): what an answer within one ulp of the input
-    # may be (`compare`'s rule for values upstream's test never samples).
+    # The op's values in float64 (unrounded) at the real numbers halfway between case i's operand and
+    # its type's next value down and up (a one-operand real floating case; else None): the op's values
+    # over every real input that rounds to the operand (`compare`'s rule for values upstream's test
+    # never samples).
     span: Callable[[int], tuple | None] | None = field(default=None, compare=False)
 
 
@@ -211,7 +212,8 @@ def _run_torch(overload, inputs: Inputs, scalars: dict | None = None, names: tup
         x = inputs.columns[0][i] if len(inputs.columns) == 1 else None
         if dtype not in _REAL_FLOATING or not isinstance(x, float) or not math.isfinite(x):
             return None
-        around = tuple(next_float(x, inputs.metal_type, up) for up in (False, True))
+        # halfway to each neighbour: exact in float64 for a float, half or bfloat operand
+        around = tuple((x + next_float(x, inputs.metal_type, up)) / 2 for up in (False, True))
         two = _run_columns(torch, overload, (around,), "float64", None, scalars, names)
         return _values(torch, two) if two.is_floating_point() else None
 
