@@ -71,14 +71,12 @@ def test_the_squaring_hypot_is_an_overflow_finding_with_its_reproducer(tmp_path)
     assert overflow[0]["reproducer"] == HYPOT_REPRODUCER
     assert overflow[0]["uncertain"] is None  # sqrt and * are correctly rounded in Metal: nothing to doubt
     # every mismatch try finds is sorted into a kind, not only the ten examples try prints, and so is
-    # every case try's verdict notes beyond upstream's samples: an overflow at the top of float's range,
-    # an infinite operand where both values are not finite (hypot(inf, nan): NaN where CPU gives inf)
+    # every case try's verdict notes beyond upstream's samples (here: overflows at the top of float's range)
     tried = json.loads(run_cli(["-C", str(root), "try", "hypot", "--json"]).stdout)
     float32 = next(d for d in tried["dtypes"] if d["dtype"] == "float32")
     assert float32["mismatches"] > len(float32["examples"]) == 10
     assert float32["edge_overflows"] > 0
     found32 = [f for f in op["findings"] if f["dtype"] == "float32"]
-    assert float32["beyond_samples"] > 0
     assert sum(f["count"] for f in found32) == (float32["mismatches"] + float32["edge_overflows"]
                                                 + float32["beyond_samples"])
     assert all(f["unclassified"] == 0 and len(f["cases"]) <= 10 for f in found32)

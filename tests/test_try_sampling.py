@@ -384,18 +384,19 @@ def _float_inputs(*cases):
 
 def test_an_infinite_operand_where_both_values_are_not_finite_but_differ_is_noted_when_samples_are_finite():
     # lerp at weight 0.5: the kernel's a + w * (b - a) against CPU's b - (b - a) * (1 - w)
-    inputs = _float_inputs((0.0, INF), (INF, 0.0), (1.0, -INF), (0.0, INF), (2.0, 3.0))
-    got = (INF, math.nan, -INF, 0.0, 2.5)
-    cpu = (math.nan, INF, math.nan, math.nan, 2.5)
+    inputs = _float_inputs((0.0, INF), (INF, 0.0), (1.0, -INF), (0.0, INF), (2.0, 3.0), (INF, math.nan))
+    got = (INF, math.nan, -INF, 0.0, 2.5, math.nan)
+    cpu = (math.nan, INF, math.nan, math.nan, 2.5, INF)
     result = compare(inputs, got, cpu, "float", finite_samples=True)
-    # the fourth: a finite kernel value where CPU's is NaN, still judged
-    assert result.mismatches == 1 and result.examples[0].inputs == (0.0, INF)
+    # the fourth: a finite kernel value where CPU's is NaN; the last: a NaN operand (hypot(inf, nan)
+    # is inf in C, a mutant's NaN is wrong): both still judged
+    assert result.mismatches == 2 and [m.inputs[0] for m in result.examples] == [0.0, INF]
     assert [case for case, _, _ in result.beyond_samples] == [(0.0, INF), (INF, 0.0), (1.0, -INF)]
-    assert ("beyond what upstream's test samples: 3 cases with an infinite operand, where the kernel and CPU both "
+    assert ("beyond what upstream's test samples: 3 cases with an infinite operand and none NaN, where the kernel and CPU both "
             "give a value that is not finite, but not the same one (the OpInfo's samples draw finite values with "
             "make_tensor and add none such): (0.0, inf) gave inf, CPU nan; (inf, 0.0) gave nan, CPU inf; "
             "(1.0, -inf) gave -inf, CPU nan") in result.note
-    assert compare(inputs, got, cpu, "float").mismatches == 4  # samples that may hold inf (or audit): judged
+    assert compare(inputs, got, cpu, "float").mismatches == 5  # samples that may hold inf (or audit): judged
 
 
 def test_an_operand_at_the_top_of_the_range_where_both_overflow_differently_is_noted():

@@ -160,8 +160,14 @@ def infinite_note(cases: tuple) -> str:
     shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
     more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
     return (f"beyond what upstream's test samples: {len(cases)} case{'s' if len(cases) != 1 else ''} with an infinite "
-            "operand, where the kernel and CPU both give a value that is not finite, but not the same one (the "
+            "operand and none NaN, where the kernel and CPU both give a value that is not finite, but not the same one (the "
             f"OpInfo's samples draw finite values with make_tensor and add none such): {shown}{more}")
+
+
+def _infinite_not_nan(case: tuple) -> bool:
+    """An operand is inf and none is NaN."""
+    floats = [v for v in case if isinstance(v, float)]
+    return any(math.isinf(v) for v in floats) and not any(math.isnan(v) for v in floats)
 
 
 def _within_span(got, span) -> bool:
@@ -214,8 +220,9 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     from the float64 value too: still a mismatch.
     `finite_samples`: every value upstream's test feeds the op has finite parts (`samples_finite_parts`).
     A complex case it never feeds (`_beyond_complex`) then matches, each named in the note; so does a
-    real case with an infinite operand where both values are not finite but differ (inf against NaN:
-    the two formulas resolve inf - inf differently). A finite value on either side is still judged.
+    real case with an infinite operand (and none NaN) where both values are not finite but differ (inf
+    against NaN: the two formulas resolve inf - inf differently). A finite value on either side, or a
+    NaN operand (C says when inf wins over it: hypot(inf, nan) is inf), is still judged.
     `edge_noted`: an overflow with an operand at the top of the type's range is noted (False: audit,
     which reports what upstream's test never samples too).
     `unsampled(i)`, when given, is None for a case upstream's test can feed, and for one it never
@@ -287,10 +294,11 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
             ok = True
             domain_edge.append((inputs.case(i), g, w))
         if (not ok and finite_samples and not exact and kind(inputs.metal_type) == "float" and not _finite(g)
-                and not _finite(w) and any(isinstance(v, float) and math.isinf(v) for v in inputs.case(i))):
+                and not _finite(w) and _infinite_not_nan(inputs.case(i))):
             # an infinite operand, never fed: both give a non-finite value and resolve inf - inf
             # differently (lerp's CPU formula end - (end - self) * (1 - w) where the kernel's is
-            # self + w * (end - self): NaN against inf)
+            # self + w * (end - self): NaN against inf). With a NaN operand C says when inf wins
+            # (hypot(inf, nan) is inf): judged
             ok = True
             infinite.append((inputs.case(i), g, w))
         if (not ok and finite_samples and not exact and kind(inputs.metal_type) == "complex"
