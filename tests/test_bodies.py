@@ -248,7 +248,7 @@ def counted_try(tmp_path, monkeypatch):
 
     runs = []
     passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0, nearer_float64=(),
-                              edge_overflows=())]
+                              edge_overflows=(), beyond_samples=())]
     monkeypatch.setattr(bodycheck, "torch_importable", lambda: True)
     monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")
     monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: runs.append(1) or SimpleNamespace(results=passed, untaken=False))
@@ -529,3 +529,25 @@ def test_another_functors_error_in_the_file_leaves_the_body_written_not_checked(
                      r"pending_functor \(pre-existing: in pending_functor, not atan2_functor; the whole kernel "
                      r"file must compile for try to run atan2_functor on the host\)", notes), result.stderr
     assert "  return static_cast<T>(precise::atan2(a, b));" in result.stdout.replace("+  ", "  ")
+
+
+def test_a_passed_check_names_the_cases_beyond_upstreams_samples(tmp_path, monkeypatch):
+    # try's rules for values upstream's test never feeds let a body pass: the note written with it
+    # names each such case, never passes over it silently
+    from types import SimpleNamespace
+
+    from mpsgen.commands import bodycheck
+
+    inf = float("inf")
+    beyond = (((0.0, inf), float("nan"), inf), ((inf, 0.0), float("nan"), inf))
+    passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0, nearer_float64=(),
+                              edge_overflows=(), beyond_samples=beyond)]
+    monkeypatch.setattr(bodycheck, "torch_importable", lambda: True)
+    monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")
+    monkeypatch.setattr(bodycheck, "try_op", lambda *a, **k: SimpleNamespace(results=passed, untaken=False))
+    root = copy_checkout(tmp_path)
+    notes = [n.message for n in _plan(root, "new-op", "copysign", body="cpu").notes]
+    assert ("copysign: checked: 5 values match torch's CPU op; 2 cases beyond what upstream's test samples, where the "
+            "kernel's value differs from CPU's and neither is judged (an infinite operand where both values are not "
+            "finite, both overflowing at the top of the range, a complex inf or NaN part, an operand at the OpInfo's "
+            "domain end: docs/try.md): (0.0, inf) gave nan, CPU inf; (inf, 0.0) gave nan, CPU inf") in notes, notes

@@ -77,9 +77,11 @@ def test_round_decimals_variants_are_not_the_round_kernels(checkout, request):
 
 # what scan finds ready on the 2.15 real-size checkout (the wheel's files + the miniature's host and
 # kernel files): the miniature's ops that 2.15 still serves with MPSGraph; threshold_backward through
-# the recorded call of threshold_stub (a wheel has no Activation.cpp: mpsgen/facts/recorded.py)
-READY_2_15 = ("smooth_l1_loss", "frac", "signbit", "sign", "sgn", "mse_loss", "threshold", "_prelu_kernel", "threshold_backward",
-              "hardtanh_backward")
+# the recorded call of threshold_stub (a wheel has no Activation.cpp: mpsgen/facts/recorded.py);
+# huber_loss's body from its MPSGraph graph gives NaN where a difference is infinite (CPU: inf), as
+# the graph does: beyond what upstream's test samples (finite values), named in the check's note
+READY_2_15 = ("smooth_l1_loss", "frac", "signbit", "sign", "huber_loss", "sgn", "mse_loss", "threshold", "_prelu_kernel",
+              "threshold_backward", "hardtanh_backward")
 
 
 def test_scan_ready_candidates_of_2_15(real_checkout):

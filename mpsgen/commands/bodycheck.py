@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from mpsgen.commands.tryop.api import TryOptions, try_op
-from mpsgen.commands.tryop.compare import edge_note, nearer_note
+from mpsgen.commands.tryop.compare import beyond_samples_note, edge_note, nearer_note
 from mpsgen.commands.tryop.references import REFERENCES
 from mpsgen.edit.clangformat import added_line_ranges
 from mpsgen.commands.tryop.coverage import untaken_lines
@@ -40,7 +40,7 @@ from mpsgen.read.checkout import NATIVE_FUNCTIONS, Checkout, PlannedCheckout
 from mpsgen.read.nfyaml import NativeFunctions
 
 # what a verdict kept in the user cache was computed with (raise it when try's comparison changes)
-CHECK_VERSION = "bodycheck-17"  # 17: an infinite operand, or an operand at the top of the range, where both values are not finite but differ, noted when the samples are finite; 16: an operand within the OpInfo's domain eps of a domain end matches within one ulp of the input; 15: a fractional value for a complex alpha is no longer truncated to an integer; 14: a type registered at opmath runs at opmath; complex cases upstream's test never feeds noted (an inf or NaN part, or a part past sqrt(largest) with a non-finite kernel value); 13: another functor's compile error leaves the body not checked, not failed; 12: a loop-counted op sampled in the test's range, complex isclose and nearer float64, edge overflows noted, alpha-boundary sets; 10: ... only where CPU is not finite either; 9: an inf or NaN that is the float64 value; 8: branch coverage; 7: a compile error named as such; 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
+CHECK_VERSION = "bodycheck-18"  # 18: the note names the cases beyond upstream's samples; 17: an infinite operand, or an operand at the top of the range, where both values are not finite but differ, noted when the samples are finite; 16: an operand within the OpInfo's domain eps of a domain end matches within one ulp of the input; 15: a fractional value for a complex alpha is no longer truncated to an integer; 14: a type registered at opmath runs at opmath; complex cases upstream's test never feeds noted (an inf or NaN part, or a part past sqrt(largest) with a non-finite kernel value); 13: another functor's compile error leaves the body not checked, not failed; 12: a loop-counted op sampled in the test's range, complex isclose and nearer float64, edge overflows noted, alpha-boundary sets; 10: ... only where CPU is not finite either; 9: an inf or NaN that is the float64 value; 8: branch coverage; 7: a compile error named as such; 2: try bundles the headers a plan creates; 3: the op's yaml entries, not the whole file; 4: the scalar loop within a strided tensor; 5: a body nearer the float64 value than CPU matches; 6: every refusal of try kept
 COMPILE_VERSION = "bodycompile-3"
 # the headers a planned kernel includes, besides the files the plan edits
 HEADERS = (("c10/metal", "*.h"), ("aten/src/ATen/native/mps/kernels", "*.h"), ("aten/src/ATen/native/mps", "*.h"))
@@ -212,6 +212,9 @@ def _verdict(checkout: Checkout, edits: dict[str, str], kernel: KernelChoice, op
     edge = [case for r in report.results for case in r.edge_overflows]
     if edge:  # try's rule: an intermediate at the top of the type's range, beyond upstream's samples
         extra += "; " + edge_note(tuple(edge))
+    beyond = [case for r in report.results for case in r.beyond_samples]
+    if beyond:  # try's rules for the other cases upstream's test never feeds: named, never passed over silently
+        extra += "; " + beyond_samples_note(tuple(beyond))
     return _kept("passed", "", f"{op}: checked: {matched} values match {against}{extra}")
 
 

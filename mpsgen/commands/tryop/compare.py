@@ -131,6 +131,16 @@ def edge_note(cases: tuple) -> str:
             f"{shown}{more}")
 
 
+def beyond_samples_note(cases: tuple) -> str:
+    """All the cases try's rules for what upstream's test never samples matched (`DtypeResult.beyond_samples`)."""
+    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
+    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
+    return (f"{len(cases)} case{'s' if len(cases) != 1 else ''} beyond what upstream's test samples, where the kernel's "
+            "value differs from CPU's and neither is judged (an infinite operand where both values are not finite, "
+            "both overflowing at the top of the range, a complex inf or NaN part, an operand at the OpInfo's domain "
+            f"end: docs/try.md): {shown}{more}")
+
+
 def edge_both_note(cases: tuple) -> str:
     shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
     more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
@@ -331,5 +341,5 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
     notes = "; ".join(n for n in (inputs.note, note) if n)
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
                        len(bad), tuple(bad[:examples]), tolerance, status, notes, cpu_overflows=overflowed,
-                       nearer_float64=tuple(nearer), edge_overflows=tuple(edge) + tuple(edge_both),
-                       beyond_samples=tuple(beyond) + tuple(domain_edge) + tuple(infinite))
+                       nearer_float64=tuple(nearer), edge_overflows=tuple(edge),
+                       beyond_samples=tuple(beyond) + tuple(domain_edge) + tuple(infinite) + tuple(edge_both))
