@@ -122,56 +122,51 @@ def nearer_note(cases: tuple) -> str:
 EDGE_FRACTION = 0.25
 
 
-def edge_note(cases: tuple) -> str:
+def _count(cases: tuple) -> str:
+    return f"{len(cases)} case{'s' if len(cases) != 1 else ''}"
+
+
+def _shown(cases: tuple) -> str:
+    """The first three cases with both values, and how many more."""
     shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
-    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
-    return (f"{len(cases)} case{'s' if len(cases) != 1 else ''} with an operand at the top of the type's range, "
-            f"beyond what upstream's test samples ([{SAMPLED_RANGE[0]:g}, {SAMPLED_RANGE[1]:g}]), where the kernel "
-            f"overflows an intermediate and CPU (a fused multiply-add, one rounding) gives the op's value: "
-            f"{shown}{more}")
+    return shown + (f"; {len(cases) - 3} more" if len(cases) > 3 else "")
+
+
+def edge_note(cases: tuple) -> str:
+    return (f"{_count(cases)} with an operand at the top of the type's range, beyond what upstream's test samples "
+            f"([{SAMPLED_RANGE[0]:g}, {SAMPLED_RANGE[1]:g}]), where the kernel overflows an intermediate and CPU (a "
+            f"fused multiply-add, one rounding) gives the op's value: {_shown(cases)}")
 
 
 def beyond_samples_note(cases: tuple) -> str:
     """All the cases try's rules for what upstream's test never samples matched (`DtypeResult.beyond_samples`)."""
-    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
-    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
-    return (f"{len(cases)} case{'s' if len(cases) != 1 else ''} beyond what upstream's test samples, where the kernel's "
-            "value differs from CPU's and neither is judged (an infinite operand where both values are not finite, "
-            "both overflowing at the top of the range, a complex inf or NaN part, an operand at the OpInfo's domain "
-            f"end: docs/try.md): {shown}{more}")
+    return (f"{_count(cases)} beyond what upstream's test samples, where the kernel's value differs from CPU's and "
+            "neither is judged (an infinite operand where both values are not finite, both overflowing at the top "
+            f"of the range, a complex inf or NaN part, an operand at the OpInfo's domain end: docs/try.md): {_shown(cases)}")
 
 
 def edge_both_note(cases: tuple) -> str:
-    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
-    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
-    return (f"{len(cases)} case{'s' if len(cases) != 1 else ''} with an operand at the top of the type's range, "
-            f"beyond what upstream's test samples ([{SAMPLED_RANGE[0]:g}, {SAMPLED_RANGE[1]:g}]), where the kernel "
-            f"and CPU both overflow an intermediate, to different values that are not finite: {shown}{more}")
+    return (f"{_count(cases)} with an operand at the top of the type's range, beyond what upstream's test samples "
+            f"([{SAMPLED_RANGE[0]:g}, {SAMPLED_RANGE[1]:g}]), where the kernel and CPU both overflow an intermediate, "
+            f"to different values that are not finite: {_shown(cases)}")
 
 
 def beyond_note(cases: tuple) -> str:
-    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
-    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
-    return (f"beyond what upstream's test samples: {len(cases)} case{'s' if len(cases) != 1 else ''} with an operand "
-            "whose real or imaginary part is inf or NaN, or at least the square root of the type's largest value where "
-            "the kernel's value is not finite (the OpInfo's samples draw finite parts with make_tensor and add none "
-            f"such): {shown}{more}")
+    return (f"beyond what upstream's test samples: {_count(cases)} with an operand whose real or imaginary part is inf "
+            "or NaN, or at least the square root of the type's largest value where the kernel's value is not finite "
+            f"(the OpInfo's samples draw finite parts with make_tensor and add none such): {_shown(cases)}")
 
 
 def domain_edge_note(cases: tuple) -> str:
-    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
-    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
-    return (f"beyond what upstream's test samples: {len(cases)} case{'s' if len(cases) != 1 else ''} within the "
-            "OpInfo's domain eps (1e-5) of a domain end, which its samples never come nearer than, where the "
-            f"kernel's value is the op's value at a real input that rounds to the operand: {shown}{more}")
+    return (f"beyond what upstream's test samples: {_count(cases)} within the OpInfo's domain eps (1e-5) of a domain "
+            "end, which its samples never come nearer than, where the kernel's value is the op's value at a real "
+            f"input that rounds to the operand: {_shown(cases)}")
 
 
 def infinite_note(cases: tuple) -> str:
-    shown = "; ".join(f"{tuple(inputs)} gave {got}, CPU {want}" for inputs, got, want in cases[:3])
-    more = f"; {len(cases) - 3} more" if len(cases) > 3 else ""
-    return (f"beyond what upstream's test samples: {len(cases)} case{'s' if len(cases) != 1 else ''} with an infinite "
-            "operand and none NaN, where the kernel and CPU both give a value that is not finite, but not the same one (the "
-            f"OpInfo's samples draw finite values with make_tensor and add none such): {shown}{more}")
+    return (f"beyond what upstream's test samples: {_count(cases)} with an infinite operand and none NaN, where the "
+            "kernel and CPU both give a value that is not finite, but not the same one (the OpInfo's samples draw "
+            f"finite values with make_tensor and add none such): {_shown(cases)}")
 
 
 def _infinite_not_nan(case: tuple) -> bool:
