@@ -551,3 +551,36 @@ def test_a_passed_check_names_the_cases_beyond_upstreams_samples(tmp_path, monke
             "kernel's value differs from CPU's and neither is judged (an infinite operand where both values are not "
             "finite, both overflowing at the top of the range, a complex inf or NaN part, an operand at the OpInfo's "
             "domain end: docs/try.md): (0.0, inf) gave nan, CPU inf; (inf, 0.0) gave nan, CPU inf") in notes, notes
+
+
+def test_a_multi_op_migrate_plans_each_op_in_turn_and_its_checks_notes_come_last_in_the_ops_order(
+        tmp_path, monkeypatch):
+    # signbit's derived body fails its check (a placeholder is planned instead), logit's passes: each
+    # op's notes in the order given, then the checks' verdicts, in the same order
+    from types import SimpleNamespace
+
+    from mpsgen.commands import bodycheck
+    from mpsgen.commands.tryop.run import CheckFailed
+
+    passed = [SimpleNamespace(metal_type="float", status="passed", cases=5, cpu_overflows=0, nearer_float64=(),
+                              edge_overflows=(), beyond_samples=())]
+    tried = []
+
+    def try_op(checkout, op, options):
+        tried.append(op)
+        if op == "signbit":
+            raise CheckFailed("boom")
+        return SimpleNamespace(results=passed, untaken=False)
+
+    monkeypatch.setattr(bodycheck, "torch_importable", lambda: True)
+    monkeypatch.setattr(bodycheck, "CHECK_VERSION", f"bodycheck-test-{tmp_path.name}")
+    monkeypatch.setattr(bodycheck, "try_op", try_op)
+    root = copy_checkout(tmp_path)
+    notes = [n.message for n in plan_migrate(Checkout(root), ("signbit", "logit"), Options()).notes]
+    assert tried == ["signbit", "logit"]
+    placeholder = notes.index("fill in the body of signbit_functor (the #error stops the build there until you do)")
+    logit_stub = notes.index("stub logit_stub: named after the op, declared at aten/src/ATen/native/UnaryOps.h:41")
+    assert notes.index("stub signbit_stub: called by signbit_out at aten/src/ATen/native/UnaryOps.cpp:74") < placeholder
+    assert placeholder < logit_stub
+    assert notes[-2:] == ["signbit: body from signbit's MPSGraph graph (signbit_out_mps) not written: try could not run "
+                          "it: boom", "logit: checked: 5 values match torch's CPU op"]
