@@ -58,5 +58,8 @@ def parse_groups(spec: str) -> tuple[str, ...]:
     return tuple(group for group in GROUPS if group in names)
 
 
-def torch_dtypes_for(groups: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(d for group in groups for d in TORCH_DTYPES[group])
+def torch_dtypes_for(groups: tuple[str, ...], without: tuple[str, ...] = ()) -> frozenset[str]:
+    """The torch dtypes the groups' registrations serve, but for the Metal input types `without`
+    (a group's Metal and torch types stand in the same order)."""
+    return frozenset(d for group in groups for t, d in zip(METAL_INPUT_TYPES[group], TORCH_DTYPES[group])
+                     if t not in without)

@@ -267,6 +267,8 @@ def test_defaults_match_upstream_registrations():
     # 2.15 compiles addcmul for float, integer and complex, addcdiv for float and complex
     assert defaults["addcmul"] == ("float", "integer", "complex")
     assert defaults["addcdiv"] == ("float", "complex")
+    # and no bool kernel for addcmul (its integer group's bool: CPU has none, 2.15's host refuses it)
+    assert {op: entry.not_registered for op, entry in CATALOG.items() if entry.not_registered} == {"addcmul": ("bool",)}
     assert [op for op, entry in CATALOG.items() if entry.alpha] == ["addcmul", "addcdiv"]
     assert {CATALOG[op].arity for op in ("addcmul", "addcdiv")} == {3}
 
@@ -309,6 +311,8 @@ GOOD = 'arity = 2\ndtypes = ["float"]\nsupports = ["float"]\ntemplate = "atan2.m
         (GOOD.replace('supports = ["float"]', 'supports = ["int2float", "integer"]'), "both register"),
         (GOOD + 'alpha = 1\n', "alpha must be a bool"),
         (GOOD + 'alpha = true\nparams = ["beta"]\n', "a params body takes its scalars in the struct"),
+        (GOOD + 'not_registered = ["bool"]\n', "not_registered names 'bool', which none of its groups holds"),
+        (GOOD + 'not_registered = "bool"\n', "not_registered must be a list"),
     ],
 )
 def test_invalid_catalog_is_refused_with_its_location(tmp_path, body, message):

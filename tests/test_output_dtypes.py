@@ -101,3 +101,14 @@ def test_out_behaviour_is_fixed_for_the_out_tests_when_the_out_entry_moves_to_th
     assert staying.judge(OUT_REASON).kind == OTHER
     # a reason about something else is not out= behaviour
     assert moving.judge("# AssertionError: Tensor-likes are not close!").kind == OTHER
+
+
+def test_types_an_op_does_not_take_are_not_registered_and_no_group_macro_registers_them():
+    # addcmul's catalog entry: its integer group without bool (2.15 compiles no bool kernel for it)
+    regs = registrations_for("f", 2, False, ("float", "integer"), MACROS | {"REGISTER_INTEGER_BINARY_OP"}, "K.metal",
+                             without=("bool",))
+    assert [r.macro for r in regs] == ["REGISTER_BINARY_OP"] * 8
+    assert [r.args[1] for r in regs] == ["float", "half", "bfloat", "long", "int", "short", "uchar", "char"]
+    # with every type taken, the integer group is the one macro line
+    regs = registrations_for("f", 2, False, ("integer",), MACROS | {"REGISTER_INTEGER_BINARY_OP"}, "K.metal")
+    assert [(r.macro, r.args) for r in regs] == [("REGISTER_INTEGER_BINARY_OP", ("f",))]

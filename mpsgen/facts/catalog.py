@@ -49,7 +49,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpsgen.dtypes import parse_groups
+from mpsgen.dtypes import METAL_INPUT_TYPES, parse_groups
 from mpsgen.errors import MpsgenError
 from mpsgen.model import Location
 from mpsgen.resources import shipped_template_dir
@@ -71,8 +71,11 @@ _FIELDS = {"arity": int, "dtypes": list, "supports": list, "template": str, "not
 # A body taking the stub's one Scalar as its last operand (addcmul's and addcdiv's `value`: an alpha
 # kernel) says `alpha = true`; it is offered only to an op whose stub passes one, and an op whose
 # stub passes one gets no body without it.
+# An op that takes fewer Metal types than its groups hold (addcmul: its integer group without bool,
+# which CPU has no kernel for and 2.15's host refuses) names the others: `not_registered = ["bool"]`;
+# they get no registration and are not claimed served in the test lists.
 _OPTIONAL_FIELDS = {"params": list, "defaults": dict, "served_by_shared_code": list, "c10": list, "output": str,
-                    "requires": list, "alpha": bool}
+                    "requires": list, "alpha": bool, "not_registered": list}
 OUTPUTS = ("bool",)
 
 
@@ -91,6 +94,7 @@ class CatalogEntry:
     output: str = ""  # "bool": the op writes bool for every input; "": as the group says
     requires: tuple[str, ...] = ()  # c10::metal functions the body calls with no local stand-in: none, no body
     alpha: bool = False  # the body takes the stub's Scalar as its last operand (an alpha kernel)
+    not_registered: tuple[str, ...] = ()  # Metal input types of its groups the op does not take
 
     @property
     def template_name(self) -> str:
@@ -196,8 +200,14 @@ def _entry(op: str, table: object, path: Path, text: str, template_dir: Path) ->
     if alpha and params:
         raise MpsgenError(f"catalog entry {op!r}: a params body takes its scalars in the struct, not as an alpha",
                           location=where, hint="drop alpha")
+    not_registered = tuple(table.get("not_registered", ()))
+    held = {t for group in supports for t in METAL_INPUT_TYPES[group]}
+    stray_types = [t for t in not_registered if t not in held]
+    if stray_types:
+        raise MpsgenError(f"catalog entry {op!r}: not_registered names {stray_types[0]!r}, which none of its groups holds",
+                          location=where, hint=f"name Metal input types of its groups: {', '.join(sorted(held))}")
     return CatalogEntry(op, table["arity"], dtypes, supports, table["template"], table["note"], params, defaults, served,
-                        c10, output, requires, alpha)
+                        c10, output, requires, alpha, not_registered)
 
 
 def _groups(op: str, key: str, names: list, where: Location) -> tuple[str, ...]:

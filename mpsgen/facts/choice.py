@@ -32,15 +32,16 @@ BINARY_GROUP_MACROS = {
 
 
 def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...], macros: frozenset[str], path: str,
-                      output: str = "") -> list[Registration]:
+                      output: str = "", without: tuple[str, ...] = ()) -> list[Registration]:
     """The REGISTER_* lines that instantiate `name`'s functor for the dtype groups; `output`: the
     output type of every one (bool for a logical op), else as the group says (`int2float`: float,
-    the others the input type)."""
+    the others the input type); none for the Metal input types `without` (a group-wide macro is
+    then not used: it would register them)."""
     out: list[Registration] = []
     for group in groups:
         types = METAL_INPUT_TYPES[group]
         if (arity == 2 and not alpha and not output and group in BINARY_GROUP_MACROS
-                and BINARY_GROUP_MACROS[group] in macros):
+                and BINARY_GROUP_MACROS[group] in macros and not set(types) & set(without)):
             out.append(Registration(BINARY_GROUP_MACROS[group], (name,)))
             continue
         if arity == 1:
@@ -54,7 +55,7 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
                 f"the checkout defines no {macro} macro (looked in {C10_METAL_DIR}/*.h and {path})",
                 hint="this checkout's Metal vocabulary differs from what mpsgen knows; register the functor by hand",
             )
-        for t in types:
+        for t in (t for t in types if t not in without):
             out_type = output or ("float" if group == "int2float" else t)
             # alpha kernels: (input, alpha, output); the host passes alpha in the iterator's common
             # dtype, which is float for integer inputs of an op that promotes them to float; a

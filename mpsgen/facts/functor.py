@@ -149,6 +149,7 @@ class Body:
     truth: bool = False  # operands are read as truth values only (BodyOffer.truth)
     param_defaults: tuple[tuple[str, str], ...] = ()  # a params body's optional fields unset (BodyOffer.defaults)
     integer_expr: str = ""  # the integer group's own expression (BodyOffer.integer_expr)
+    not_registered: tuple[str, ...] = ()  # Metal input types the op does not take (CatalogEntry.not_registered)
 
     @property
     def derived(self) -> bool:
@@ -190,7 +191,7 @@ def find_body(resolution: BodyResolution, *, op: str, name: str, arity: int, alp
         if dtypes is not None:
             check_supported(entry, effective_groups(dtypes))
         return Body("catalog", entry.supports, entry.dtypes, f"the catalog's {entry.op} body", entry.template_name,
-                    entry.output, answers=resolution.answers)
+                    entry.output, answers=resolution.answers, not_registered=entry.not_registered)
     if chosen is not None:
         validate_expr(chosen.expr, operands)
         supports = chosen.supports or ("float",)

@@ -95,7 +95,7 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
         if isinstance(launcher, TernaryAlphaLauncher) and launcher.missing:
             alpha_launcher = launcher
     registrations = registrations_for(spec.functor, spec.arity, spec.alpha, choice.groups, macros, spec.kernel_file,
-                                      output=body.output)
+                                      output=body.output, without=body.not_registered)
     warning = (Note("todo", uncalled, spec.facts.entries[0].location),) if uncalled else ()
     notes = warning + fallback_notes(body, c10_functions)
     if body.derived:
@@ -103,8 +103,8 @@ def choose_kernel(views: Views, templates: Templates, spec: OpSpec, options: Opt
     if body.source == "expr" and options.dtypes is None and "int2float" in choice.groups:
         notes += (Note("info", f"int2float registered for the --expr body: integer inputs give float "
                                f"({int_to_float_reason(spec.facts)})", spec.facts.entries[0].location),)
-    return KernelChoice(body.source, choice.text, tuple(registrations), torch_dtypes_for(choice.groups),
-                        notes=notes, body=body, alpha_launcher=alpha_launcher,
+    return KernelChoice(body.source, choice.text, tuple(registrations),
+                        torch_dtypes_for(choice.groups, body.not_registered), notes=notes, body=body, alpha_launcher=alpha_launcher,
                         scalar_type=OPMATH_SCALAR_TYPE if spec.arity == 3 and spec.alpha else "")
 
 
