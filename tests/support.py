@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -189,10 +190,17 @@ def dry_run_matches_golden(tmp_path: Path, args: list[str], golden: str):
     return result
 
 
-def applies_its_diff_then_changes_nothing(tmp_path: Path, args: list[str]) -> Path:
-    """`mpsgen ARGS` on a copy of the miniature changes exactly the files its --dry-run diff names, and a
-    second run plans nothing and writes nothing. Returns the copy."""
-    root = copy_checkout(tmp_path)
+@dataclass(frozen=True)
+class Applied:
+    root: Path  # the checkout changed
+    diff: str  # what --dry-run printed before
+    after: dict[str, bytes]  # its snapshot after the run
+
+
+def applies_its_diff_then_changes_nothing(tmp_path: Path, args: list[str], root: Path | None = None) -> Applied:
+    """`mpsgen ARGS` on `root` (else a copy of the miniature) changes exactly the files its --dry-run diff
+    names, and a second run plans nothing and writes nothing."""
+    root = root or copy_checkout(tmp_path)
     diff = run_cli(["-C", str(root), *args, "--dry-run"]).stdout
     before = snapshot(root)
     result = run_cli(["-C", str(root), *args])
@@ -203,7 +211,7 @@ def applies_its_diff_then_changes_nothing(tmp_path: Path, args: list[str]) -> Pa
     assert again.exit_code == 0, again.stderr
     assert again.stdout == ""
     assert snapshot(root) == after
-    return root
+    return Applied(root, diff, after)
 
 
 def git_apply_gives(tmp_path: Path, diff: str, after: dict[str, bytes]) -> None:

@@ -17,7 +17,8 @@ from mpsgen.commands.tryop.api import TryOptions, try_op
 from mpsgen.commands.tryop.reference import torch_unavailable
 from mpsgen.read.checkout import Checkout
 from mpsgen.read.metalhost.compiler import find_compiler
-from support import assert_golden, changed_files, copy_checkout, diff_paths, every_file, needs, run_cli, snapshot
+from support import (applies_its_diff_then_changes_nothing, assert_golden, changed_files, copy_checkout, diff_paths,
+                     every_file, needs, run_cli, snapshot)
 
 DATA = Path(__file__).resolve().parent / "data" / "alphalauncher"
 DEFINITIONS = "aten/src/ATen/native/mps/OperationUtils.mm"
@@ -50,14 +51,8 @@ def test_the_missing_pieces_are_added_after_the_plain_launcher(tmp_path):
 
 @needs_compiler
 def test_applied_second_run_changes_nothing_and_verify_passes(tmp_path):
-    root = overlay(tmp_path)
-    diff = run_cli(["-C", str(root), *ARGS, "--dry-run"]).stdout
-    before = snapshot(root)
-    assert run_cli(["-C", str(root), *ARGS]).exit_code == 0
+    root = applies_its_diff_then_changes_nothing(tmp_path, ARGS, overlay(tmp_path)).root
     after = snapshot(root)
-    assert changed_files(before, after) == diff_paths(diff)
-    again = run_cli(["-C", str(root), *ARGS, "--dry-run"])
-    assert again.exit_code == 0 and again.stdout == "", again.stderr
     verify = run_cli(["-C", str(root), "verify", "addcmul", "--static-only"])
     assert verify.exit_code == 0, verify.stdout + verify.stderr
     assert snapshot(root) == after

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import assert_golden, changed_files, copy_checkout, run_cli, snapshot
+from support import applies_its_diff_then_changes_nothing, assert_golden, copy_checkout, run_cli, snapshot
 
 OPERATIONS = "aten/src/ATen/native/mps/operations"
 
@@ -38,19 +38,11 @@ def test_migrate_dry_run_matches_golden(tmp_path, case):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_migrate_applies_the_diff_and_second_run_changes_nothing(tmp_path, case):
-    root = copy_checkout(tmp_path)
-    diff = run_cli(["-C", str(root), "migrate", *CASES[case], "--dry-run"]).stdout
-    before = snapshot(root)
-    result = run_cli(["-C", str(root), "migrate", *CASES[case]])
-    assert result.exit_code == 0, result.stderr
-    after = snapshot(root)
-    assert changed_files(before, after) == {
-        line.split(" b/")[1] for line in diff.splitlines() if line.startswith("diff --git ")
-    }
-    again = run_cli(["-C", str(root), "migrate", *CASES[case]])
+    applied = applies_its_diff_then_changes_nothing(tmp_path, ["migrate", *CASES[case]])
+    again = run_cli(["-C", str(applied.root), "migrate", *CASES[case]])
     assert again.exit_code == 0, again.stderr
     assert "already native Metal" in again.stdout
-    assert snapshot(root) == after
+    assert snapshot(applied.root) == applied.after
 
 
 def test_report_lists_what_was_removed_with_line_counts(tmp_path):

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from support import assert_golden, changed_files, copy_checkout, git_apply_gives, run_cli, snapshot
+from support import (applies_its_diff_then_changes_nothing, assert_golden, copy_checkout, git_apply_gives, run_cli,
+                     snapshot)
 
 KERNELS = "aten/src/ATen/native/mps/kernels"
 OPERATIONS = "aten/src/ATen/native/mps/operations"
@@ -35,19 +36,11 @@ def test_dry_run_diff_matches_golden_and_writes_nothing(tmp_path, case):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_apply_equals_git_apply_of_the_diff_and_second_run_changes_nothing(tmp_path, case):
-    root = copy_checkout(tmp_path)
-    diff = run_cli(["-C", str(root), "migrate", *CASES[case], "--dry-run"]).stdout
-    before = snapshot(root)
-    result = run_cli(["-C", str(root), "migrate", *CASES[case]])
-    assert result.exit_code == 0, result.stderr
-    after = snapshot(root)
-    assert changed_files(before, after) == {
-        line.split(" b/")[1] for line in diff.splitlines() if line.startswith("diff --git ")
-    }
-    git_apply_gives(tmp_path, diff, after)
-    again = run_cli(["-C", str(root), "migrate", *CASES[case]])
+    applied = applies_its_diff_then_changes_nothing(tmp_path, ["migrate", *CASES[case]])
+    git_apply_gives(tmp_path, applied.diff, applied.after)
+    again = run_cli(["-C", str(applied.root), "migrate", *CASES[case]])
     assert again.exit_code == 0, again.stderr
-    assert snapshot(root) == after
+    assert snapshot(applied.root) == applied.after
 
 
 def test_migrated_params_ops_pass_static_verify(tmp_path):

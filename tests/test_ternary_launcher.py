@@ -14,11 +14,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
 
 from mpsgen.edit.clangformat import assumed_suffix
 from mpsgen.read.metalhost.compiler import find_compiler
-from support import assert_golden, changed_files, copy_checkout, diff_paths, every_file, needs, run_cli, snapshot
+from support import (applies_its_diff_then_changes_nothing, assert_golden, changed_files, copy_checkout, diff_paths,
+                     every_file, needs, run_cli, snapshot)
 
 DATA = Path(__file__).resolve().parent / "data" / "launcher215"
 INDEXING = "c10/metal/indexing.h"
@@ -62,14 +62,8 @@ def test_the_launcher_is_added_after_the_binary_one(tmp_path):
 
 @needs_compiler
 def test_applied_second_run_changes_nothing_and_verify_passes(tmp_path):
-    root = overlay(tmp_path)
-    diff = run_cli(["-C", str(root), *ARGS, "--dry-run"]).stdout
-    before = snapshot(root)
-    assert run_cli(["-C", str(root), *ARGS]).exit_code == 0
+    root = applies_its_diff_then_changes_nothing(tmp_path, ARGS, overlay(tmp_path)).root
     after = snapshot(root)
-    assert changed_files(before, after) == diff_paths(diff)
-    again = run_cli(["-C", str(root), *ARGS, "--dry-run"])
-    assert again.exit_code == 0 and again.stdout == "", again.stderr
     verify = run_cli(["-C", str(root), "verify", "huber_loss_backward", "--static-only"])
     assert verify.exit_code == 0, verify.stdout + verify.stderr
     assert snapshot(root) == after
