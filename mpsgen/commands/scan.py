@@ -480,8 +480,9 @@ class _Pool:
             gc.unfreeze()
 
 
-def _classify_forked(ops: tuple[str, ...]) -> tuple[list[OpRecord], Reads]:
-    """In a forked worker: the records of `ops`, and what classifying them read."""
+def _classify_forked(ops: tuple[str, ...]) -> tuple[tuple[list[OpRecord], dict[str, int]], Reads]:
+    """In a forked worker: the records of `ops` with the check size of each derived candidate among
+    them (`_check_size`), and what classifying them read."""
     views, record = _FORKED
     with recording_new(views.checkout.root) as reads:
         records = [record(op) for op in ops]

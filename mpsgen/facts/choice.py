@@ -55,7 +55,9 @@ def registrations_for(name: str, arity: int, alpha: bool, groups: tuple[str, ...
                 f"the checkout defines no {macro} macro (looked in {C10_METAL_DIR}/*.h and {path})",
                 hint="this checkout's Metal vocabulary differs from what mpsgen knows; register the functor by hand",
             )
-        for t in (t for t in types if t not in without):
+        for t in types:
+            if t in without:
+                continue
             out_type = output or ("float" if group == "int2float" else t)
             # alpha kernels: (input, alpha, output); the host passes alpha in the iterator's common
             # dtype, which is float for integer inputs of an op that promotes them to float; a

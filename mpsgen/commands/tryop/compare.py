@@ -132,10 +132,14 @@ def _shown(cases: tuple) -> str:
     return shown + (f"; {len(cases) - 3} more" if len(cases) > 3 else "")
 
 
-def edge_note(cases: tuple) -> str:
+def _at_top(cases: tuple) -> str:
     return (f"{_count(cases)} with an operand at the top of the type's range, beyond what upstream's test samples "
-            f"([{SAMPLED_RANGE[0]:g}, {SAMPLED_RANGE[1]:g}]), where the kernel overflows an intermediate and CPU (a "
-            f"fused multiply-add, one rounding) gives the op's value: {_shown(cases)}")
+            f"([{SAMPLED_RANGE[0]:g}, {SAMPLED_RANGE[1]:g}])")
+
+
+def edge_note(cases: tuple) -> str:
+    return (f"{_at_top(cases)}, where the kernel overflows an intermediate and CPU (a fused multiply-add, one "
+            f"rounding) gives the op's value: {_shown(cases)}")
 
 
 def beyond_samples_note(cases: tuple) -> str:
@@ -146,9 +150,8 @@ def beyond_samples_note(cases: tuple) -> str:
 
 
 def edge_both_note(cases: tuple) -> str:
-    return (f"{_count(cases)} with an operand at the top of the type's range, beyond what upstream's test samples "
-            f"([{SAMPLED_RANGE[0]:g}, {SAMPLED_RANGE[1]:g}]), where the kernel and CPU both overflow an intermediate, "
-            f"to different values that are not finite: {_shown(cases)}")
+    return (f"{_at_top(cases)}, where the kernel and CPU both overflow an intermediate, to different values that "
+            f"are not finite: {_shown(cases)}")
 
 
 def beyond_note(cases: tuple) -> str:
@@ -320,18 +323,10 @@ def compare(inputs: Inputs, got: tuple, want: tuple, out_type: str, note: str = 
             "with a stride), not its vectorised loop: the two differ there")
     if overflowed:
         note = (note + "; " if note else "") + overflow_note(overflowed)
-    if nearer:
-        note = (note + "; " if note else "") + nearer_note(tuple(nearer))
-    if edge:
-        note = (note + "; " if note else "") + edge_note(tuple(edge))
-    if edge_both:
-        note = (note + "; " if note else "") + edge_both_note(tuple(edge_both))
-    if beyond:
-        note = (note + "; " if note else "") + beyond_note(tuple(beyond))
-    if domain_edge:
-        note = (note + "; " if note else "") + domain_edge_note(tuple(domain_edge))
-    if infinite:
-        note = (note + "; " if note else "") + infinite_note(tuple(infinite))
+    for cases, describe in ((nearer, nearer_note), (edge, edge_note), (edge_both, edge_both_note),
+                            (beyond, beyond_note), (domain_edge, domain_edge_note), (infinite, infinite_note)):
+        if cases:  # each rule's matched cases, named
+            note = (note + "; " if note else "") + describe(tuple(cases))
     status = "failed" if bad or len(got) != len(want) else "passed"
     notes = "; ".join(n for n in (inputs.note, note) if n)
     return DtypeResult(inputs.metal_type, METAL_TO_TORCH[inputs.metal_type], out_type, count, max_abs, max_rel,
